@@ -1,0 +1,254 @@
+import { ConfigError } from '../errors.ts';
+import { alertsEnv, apiEnv, commonEnv, connectorEnv, kafkaEnv, verifierEnv, z } from './schema.ts';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export interface ApiConfig {
+  baseUrl: string;
+  key: string;
+  timeoutMs: number;
+  tls?: { certFile?: string; keyFile?: string; caFile?: string };
+}
+
+export interface KafkaConfig {
+  brokers: string[];
+  clientId: string;
+  ssl: boolean;
+  sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+}
+
+export interface RegistryConfig {
+  url: string;
+  auth?: { username: string; password: string };
+}
+
+export interface CommonConfig {
+  http: { port: number; host: string };
+  logLevel: string;
+}
+
+export interface AlertsTopicsConfig {
+  alertsTopic: string;
+  alertsPartitions: number;
+  alertsDlqTopic: string;
+  replicationFactor: number;
+}
+
+export interface ConnectorConfig extends CommonConfig {
+  api: ApiConfig;
+  kafka: KafkaConfig;
+  registry: RegistryConfig;
+  topics: AlertsTopicsConfig & { offsetsTopic: string };
+  connector: {
+    name: string;
+    exportStart: 'earliest' | Date;
+    cursorParam: string;
+    pollIntervalMs: number;
+    txMaxRows: number;
+    txMaxMs: number;
+  };
+}
+
+export interface VerifierConfig extends CommonConfig {
+  api: ApiConfig;
+  kafka: KafkaConfig;
+  registry: RegistryConfig;
+  verifier: {
+    requestsTopic: string;
+    repliesTopic: string;
+    dlqTopic: string;
+    groupId: string;
+    defaultDeadlineMs: number;
+    concurrency: number;
+    replyTopicsAllowed: RegExp;
+    partitions: number;
+    replicationFactor: number;
+  };
+}
+
+export interface ReplayConfig extends CommonConfig {
+  kafka: KafkaConfig;
+  registry: RegistryConfig;
+  alertsTopic: string;
+}
+
+export interface ApiOnlyConfig extends CommonConfig {
+  api: ApiConfig;
+}
+
+/** Parses `env` against `shape`; every problem is reported at once, by variable name, without values. */
+function parse<S extends z.ZodRawShape>(env: Env, shape: S): z.output<z.ZodObject<S>> {
+  // Empty strings count as unset, as shells and Helm often render absent values that way.
+  const present: Record<string, string> = {};
+  for (const key of Object.keys(shape)) {
+    const value = env[key];
+    if (value !== undefined && value.trim() !== '') present[key] = value;
+  }
+  const result = z.object(shape).safeParse(present);
+  if (result.success) return result.data;
+  throw new ConfigError(
+    result.error.issues.map((issue) => ({
+      variable: String(issue.path[0] ?? '(environment)'),
+      message: issue.code === 'invalid_type' && issue.input === undefined ? 'is required' : issue.message,
+    })),
+  );
+}
+
+function apiOf(e: z.output<z.ZodObject<typeof apiEnv>>): ApiConfig {
+  const api: ApiConfig = {
+    baseUrl: e.API_BASE_URL.replace(/\/+$/, ''),
+    key: e.API_KEY,
+    timeoutMs: e.API_TIMEOUT_MS,
+  };
+  if (e.API_TLS_CERT || e.API_TLS_KEY || e.API_TLS_CA) {
+    api.tls = {
+      ...(e.API_TLS_CERT && { certFile: e.API_TLS_CERT }),
+      ...(e.API_TLS_KEY && { keyFile: e.API_TLS_KEY }),
+      ...(e.API_TLS_CA && { caFile: e.API_TLS_CA }),
+    };
+  }
+  return api;
+}
+
+function kafkaOf(e: z.output<z.ZodObject<typeof kafkaEnv>>): {
+  kafka: KafkaConfig;
+  registry: RegistryConfig;
+} {
+  const kafka: KafkaConfig = {
+    brokers: e.KAFKA_BROKERS.split(',').map((b) => b.trim()),
+    clientId: e.KAFKA_CLIENT_ID,
+    ssl: e.KAFKA_SSL,
+  };
+  if (e.KAFKA_SASL_MECHANISM && e.KAFKA_SASL_USERNAME && e.KAFKA_SASL_PASSWORD) {
+    kafka.sasl = {
+      mechanism: e.KAFKA_SASL_MECHANISM,
+      username: e.KAFKA_SASL_USERNAME,
+      password: e.KAFKA_SASL_PASSWORD,
+    };
+  }
+  const registry: RegistryConfig = { url: e.SCHEMA_REGISTRY_URL.replace(/\/+$/, '') };
+  if (e.SCHEMA_REGISTRY_USERNAME && e.SCHEMA_REGISTRY_PASSWORD) {
+    registry.auth = { username: e.SCHEMA_REGISTRY_USERNAME, password: e.SCHEMA_REGISTRY_PASSWORD };
+  }
+  return { kafka, registry };
+}
+
+/** Rules that span several variables; checked only once each variable is valid on its own. */
+function crossCheck(env: Env): void {
+  const problems: { variable: string; message: string }[] = [];
+  const set = (k: string) => (env[k] ?? '').trim() !== '';
+  const sasl = ['KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD'];
+  if (sasl.some(set) && !sasl.every(set)) {
+    for (const k of sasl.filter((k) => !set(k))) {
+      problems.push({ variable: k, message: 'is required when any KAFKA_SASL_* variable is set' });
+    }
+  }
+  if (set('API_TLS_CERT') !== set('API_TLS_KEY')) {
+    problems.push({
+      variable: set('API_TLS_CERT') ? 'API_TLS_KEY' : 'API_TLS_CERT',
+      message: 'API_TLS_CERT and API_TLS_KEY go together',
+    });
+  }
+  if (set('SCHEMA_REGISTRY_USERNAME') !== set('SCHEMA_REGISTRY_PASSWORD')) {
+    problems.push({
+      variable: set('SCHEMA_REGISTRY_USERNAME') ? 'SCHEMA_REGISTRY_PASSWORD' : 'SCHEMA_REGISTRY_USERNAME',
+      message: 'SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD go together',
+    });
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+}
+
+function common(e: z.output<z.ZodObject<typeof commonEnv>>): CommonConfig {
+  return { http: { port: e.HTTP_PORT, host: e.HTTP_HOST }, logLevel: e.LOG_LEVEL };
+}
+
+function freeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !(value instanceof RegExp) && !(value instanceof Date)) {
+    for (const v of Object.values(value)) freeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+function load<S extends z.ZodRawShape, T>(env: Env, shape: S, build: (e: z.output<z.ZodObject<S>>) => T): T {
+  let parsed: z.output<z.ZodObject<S>>;
+  try {
+    parsed = parse(env, shape);
+  } catch (err) {
+    // Report cross-variable problems together with the per-variable ones.
+    try {
+      crossCheck(env);
+    } catch (more) {
+      if (err instanceof ConfigError && more instanceof ConfigError) {
+        throw new ConfigError([...err.problems, ...more.problems]);
+      }
+    }
+    throw err;
+  }
+  crossCheck(env);
+  return freeze(build(parsed));
+}
+
+export function loadConnectorConfig(env: Env): ConnectorConfig {
+  return load(env, { ...apiEnv, ...kafkaEnv, ...alertsEnv, ...connectorEnv, ...commonEnv }, (e) => ({
+    ...common(e),
+    api: apiOf(e),
+    ...kafkaOf(e),
+    topics: {
+      alertsTopic: e.ALERTS_TOPIC,
+      alertsPartitions: e.ALERTS_TOPIC_PARTITIONS,
+      alertsDlqTopic: e.ALERTS_DLQ_TOPIC,
+      replicationFactor: e.TOPIC_REPLICATION_FACTOR,
+      offsetsTopic: e.CONNECTOR_OFFSETS_TOPIC,
+    },
+    connector: {
+      name: e.CONNECTOR_NAME,
+      exportStart: e.EXPORT_START === 'earliest' ? 'earliest' : new Date(e.EXPORT_START),
+      cursorParam: e.EXPORT_CURSOR_PARAM,
+      pollIntervalMs: e.POLL_INTERVAL_MS,
+      txMaxRows: e.CONNECTOR_TX_MAX_ROWS,
+      txMaxMs: e.CONNECTOR_TX_MAX_MS,
+    },
+  }));
+}
+
+export function loadVerifierConfig(env: Env): VerifierConfig {
+  return load(
+    env,
+    {
+      ...apiEnv,
+      ...kafkaEnv,
+      ...verifierEnv,
+      TOPIC_REPLICATION_FACTOR: alertsEnv.TOPIC_REPLICATION_FACTOR,
+      ...commonEnv,
+    },
+    (e) => ({
+      ...common(e),
+      api: apiOf(e),
+      ...kafkaOf(e),
+      verifier: {
+        requestsTopic: e.VERIFY_REQUESTS_TOPIC,
+        repliesTopic: e.VERIFY_REPLIES_TOPIC,
+        dlqTopic: e.VERIFY_DLQ_TOPIC,
+        groupId: e.VERIFY_GROUP_ID,
+        defaultDeadlineMs: e.VERIFY_DEFAULT_DEADLINE_MS,
+        concurrency: e.VERIFY_CONCURRENCY,
+        replyTopicsAllowed: new RegExp(e.VERIFY_REPLY_TOPICS),
+        partitions: e.VERIFY_TOPIC_PARTITIONS,
+        replicationFactor: e.TOPIC_REPLICATION_FACTOR,
+      },
+    }),
+  );
+}
+
+export function loadReplayConfig(env: Env): ReplayConfig {
+  return load(env, { ...kafkaEnv, ALERTS_TOPIC: alertsEnv.ALERTS_TOPIC, ...commonEnv }, (e) => ({
+    ...common(e),
+    ...kafkaOf(e),
+    alertsTopic: e.ALERTS_TOPIC,
+  }));
+}
+
+export function loadApiConfig(env: Env): ApiOnlyConfig {
+  return load(env, { ...apiEnv, ...commonEnv }, (e) => ({ ...common(e), api: apiOf(e) }));
+}

@@ -1,0 +1,105 @@
+import { z } from 'zod';
+
+const text = z.string().trim().min(1, 'must not be empty');
+const flag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], { message: 'must be true or false' })
+  .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
+const int = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^-?\d+$/, 'must be an integer')
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+const httpUrl = text.refine((v) => {
+  try {
+    const url = new URL(v);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}, 'must be an http(s) URL');
+const topic = text.regex(/^[a-zA-Z0-9._-]{1,249}$/, 'must be a valid Kafka topic name');
+const brokerList = text.refine(
+  (v) => v.split(',').every((b) => /^[^\s:,]+:\d{1,5}$/.test(b.trim())),
+  'must be a comma-separated list of host:port',
+);
+const regex = text.refine((v) => {
+  try {
+    new RegExp(v);
+    return true;
+  } catch {
+    return false;
+  }
+}, 'must be a valid regular expression');
+const isoOrEarliest = text.refine(
+  (v) => v === 'earliest' || !Number.isNaN(Date.parse(v)),
+  'must be "earliest" or an ISO-8601 instant',
+);
+const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+  message: 'must be one of fatal, error, warn, info, debug, trace, silent',
+});
+const saslMechanism = z.enum(['plain', 'scram-sha-256', 'scram-sha-512'], {
+  message: 'must be plain, scram-sha-256 or scram-sha-512',
+});
+
+/** Variables of the upstream HTTP service. */
+export const apiEnv = {
+  API_BASE_URL: httpUrl,
+  API_KEY: text,
+  API_TLS_CERT: text.optional(),
+  API_TLS_KEY: text.optional(),
+  API_TLS_CA: text.optional(),
+  API_TIMEOUT_MS: int(100, 600_000).default(10_000),
+};
+
+/** Variables of the Kafka cluster and the schema registry. */
+export const kafkaEnv = {
+  KAFKA_BROKERS: brokerList,
+  KAFKA_CLIENT_ID: text.default('fraudlink'),
+  KAFKA_SSL: flag.default(false),
+  KAFKA_SASL_MECHANISM: saslMechanism.optional(),
+  KAFKA_SASL_USERNAME: text.optional(),
+  KAFKA_SASL_PASSWORD: text.optional(),
+  SCHEMA_REGISTRY_URL: httpUrl,
+  SCHEMA_REGISTRY_USERNAME: text.optional(),
+  SCHEMA_REGISTRY_PASSWORD: text.optional(),
+};
+
+export const alertsEnv = {
+  ALERTS_TOPIC: topic.default('fraud.alerts.v1'),
+  ALERTS_TOPIC_PARTITIONS: int(1, 10_000).default(6),
+  ALERTS_DLQ_TOPIC: topic.default('fraud.alerts.dlq.v1'),
+  TOPIC_REPLICATION_FACTOR: int(-1, 32).default(-1),
+};
+
+export const connectorEnv = {
+  CONNECTOR_OFFSETS_TOPIC: topic.default('fraudlink.connector.offsets'),
+  CONNECTOR_NAME: text
+    .regex(/^[a-zA-Z0-9._-]{1,200}$/, 'must be letters, digits, ".", "_" or "-"')
+    .default('fraudlink-alerts'),
+  EXPORT_START: isoOrEarliest.default('earliest'),
+  EXPORT_CURSOR_PARAM: text.default('cursor'),
+  POLL_INTERVAL_MS: int(0, 86_400_000).default(5000),
+  CONNECTOR_TX_MAX_ROWS: int(1, 1_000_000).default(5000),
+  CONNECTOR_TX_MAX_MS: int(1, 600_000).default(1000),
+};
+
+export const verifierEnv = {
+  VERIFY_REQUESTS_TOPIC: topic.default('vop.verification.requests.v1'),
+  VERIFY_REPLIES_TOPIC: topic.default('vop.verification.replies.v1'),
+  VERIFY_DLQ_TOPIC: topic.default('vop.verification.requests.dlq.v1'),
+  VERIFY_GROUP_ID: text.default('fraudlink-verifier'),
+  VERIFY_DEFAULT_DEADLINE_MS: int(1, 3_600_000).default(5000),
+  VERIFY_CONCURRENCY: int(1, 10_000).default(64),
+  VERIFY_REPLY_TOPICS: regex.default('^vop\\.verification\\.replies\\..*'),
+  VERIFY_TOPIC_PARTITIONS: int(1, 10_000).default(6),
+};
+
+export const commonEnv = {
+  HTTP_PORT: int(0, 65_535).default(9464),
+  HTTP_HOST: text.default('0.0.0.0'),
+  LOG_LEVEL: logLevel.default('info'),
+};
+
+export { z };

@@ -1,0 +1,63 @@
+import pino, { type Logger, type LoggerOptions } from 'pino';
+
+export type { Logger } from 'pino';
+
+/** Every place a secret could sit in a logged object; pino replaces it before serialising. */
+export const redactedPaths = [
+  'apiKey',
+  '*.apiKey',
+  'key',
+  'api.key',
+  '*.api.key',
+  'password',
+  '*.password',
+  '*.*.password',
+  'sasl.password',
+  '*.sasl.password',
+  'clientSecret',
+  '*.clientSecret',
+  'privateKey',
+  '*.privateKey',
+  'tls.key',
+  '*.tls.key',
+  'headers["x-api-key"]',
+  '*.headers["x-api-key"]',
+  'API_KEY',
+  '*.API_KEY',
+  'KAFKA_SASL_PASSWORD',
+  '*.KAFKA_SASL_PASSWORD',
+  'SCHEMA_REGISTRY_PASSWORD',
+  '*.SCHEMA_REGISTRY_PASSWORD',
+];
+
+export interface LoggerSetup {
+  level?: string;
+  /** Where lines go; stderr (fd 2) unless a test passes its own stream. */
+  destination?: pino.DestinationStream;
+}
+
+/** The one root logger of a process: JSON lines on stderr, secrets redacted, errors under `err`. */
+export function createLogger(setup: LoggerSetup = {}): Logger {
+  const options: LoggerOptions = {
+    level: setup.level ?? 'info',
+    base: { service: 'fraudlink' },
+    redact: { paths: redactedPaths, censor: '[redacted]' },
+    serializers: { err: pino.stdSerializers.err },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+  };
+  return pino(options, setup.destination ?? pino.destination({ dest: 2, sync: true }));
+}
+
+/** A logger that writes nothing, for library callers that pass none. */
+export function silentLogger(): Logger {
+  return pino({ level: 'silent' });
+}
+
+/** Masks an IBAN for logs: country code and last four characters, e.g. `FR…0189`. */
+export function maskIban(iban: unknown): string {
+  if (typeof iban !== 'string') return '<none>';
+  const compact = iban.replace(/\s+/g, '').toUpperCase();
+  if (compact.length <= 6) return `${compact.slice(0, 2)}…`;
+  return `${compact.slice(0, 2)}…${compact.slice(-4)}`;
+}

@@ -1,0 +1,110 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { AbortedError, isProgrammerError, isRetriable } from './errors.ts';
+
+export interface RetryPolicy {
+  /** Attempts after the first one; Infinity retries until the signal aborts or the deadline passes. */
+  retries: number;
+  initialDelayMs: number;
+  maxDelayMs: number;
+  factor: number;
+  /** Fraction of each delay that is randomised (0 = none, 1 = "full jitter"). */
+  jitter: number;
+}
+
+export const defaultRetryPolicy: RetryPolicy = Object.freeze({
+  retries: 5,
+  initialDelayMs: 200,
+  maxDelayMs: 30_000,
+  factor: 2,
+  jitter: 0.5,
+});
+
+export interface RetryOptions extends Partial<RetryPolicy> {
+  signal?: AbortSignal;
+  /** Epoch ms after which no new attempt starts; a wait that would end later is not begun. */
+  deadline?: number;
+  /** Decides whether an error is worth another attempt; programmer errors never are. */
+  shouldRetry?: (err: unknown) => boolean;
+  onRetry?: (info: { attempt: number; delayMs: number; error: unknown }) => void;
+  /** For tests: the source of randomness and of time. */
+  random?: () => number;
+  now?: () => number;
+}
+
+/**
+ * Delay before retry number `attempt` (1-based): exponential, capped, with jitter; a server's
+ * `Retry-After` is a floor, never shortened by jitter.
+ */
+export function backoffDelay(
+  attempt: number,
+  policy: RetryPolicy,
+  retryAfterMs?: number,
+  random: () => number = Math.random,
+): number {
+  const exp = Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** (attempt - 1));
+  const jittered = exp * (1 - policy.jitter) + exp * policy.jitter * random();
+  const base = Math.round(jittered);
+  if (retryAfterMs === undefined) return base;
+  return Math.max(retryAfterMs, Math.min(base, policy.maxDelayMs));
+}
+
+/** Parses an HTTP `Retry-After` value (delta-seconds or HTTP-date) into milliseconds from `now`. */
+export function parseRetryAfter(
+  value: string | undefined | null,
+  now: number = Date.now(),
+): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  const trimmed = value.trim();
+  if (trimmed === '') return undefined;
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  const at = Date.parse(trimmed);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - now);
+}
+
+function retryAfterOf(err: unknown): number | undefined {
+  if (typeof err === 'object' && err !== null && 'retryAfterMs' in err) {
+    const value = (err as { retryAfterMs: unknown }).retryAfterMs;
+    if (typeof value === 'number' && Number.isFinite(value)) return value;
+  }
+  return undefined;
+}
+
+/** Sleeps `ms`, rejecting with AbortedError as soon as `signal` aborts. */
+export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  try {
+    await delay(ms, undefined, signal ? { signal } : undefined);
+  } catch (err) {
+    if (signal?.aborted) throw new AbortedError('wait aborted', { cause: signal.reason });
+    throw err;
+  }
+}
+
+/**
+ * Runs `fn` until it succeeds, the error is not retriable, the retries are spent, the deadline would
+ * be passed, or `signal` aborts (which cancels a pending backoff at once).
+ */
+export async function retry<T>(fn: (attempt: number) => Promise<T>, options: RetryOptions = {}): Promise<T> {
+  const policy: RetryPolicy = {
+    retries: options.retries ?? defaultRetryPolicy.retries,
+    initialDelayMs: options.initialDelayMs ?? defaultRetryPolicy.initialDelayMs,
+    maxDelayMs: options.maxDelayMs ?? defaultRetryPolicy.maxDelayMs,
+    factor: options.factor ?? defaultRetryPolicy.factor,
+    jitter: options.jitter ?? defaultRetryPolicy.jitter,
+  };
+  const shouldRetry = options.shouldRetry ?? isRetriable;
+  const now = options.now ?? Date.now;
+  for (let attempt = 0; ; attempt++) {
+    if (options.signal?.aborted) throw new AbortedError('retry aborted', { cause: options.signal.reason });
+    try {
+      return await fn(attempt);
+    } catch (err) {
+      if (isProgrammerError(err) || !shouldRetry(err) || attempt >= policy.retries) throw err;
+      if (options.signal?.aborted) throw err;
+      const delayMs = backoffDelay(attempt + 1, policy, retryAfterOf(err), options.random);
+      if (options.deadline !== undefined && now() + delayMs >= options.deadline) throw err;
+      options.onRetry?.({ attempt: attempt + 1, delayMs, error: err });
+      await sleep(delayMs, options.signal);
+    }
+  }
+}
