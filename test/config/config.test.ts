@@ -1,0 +1,145 @@
+import { describe, expect, it } from 'vitest';
+import {
+  loadApiConfig,
+  loadConnectorConfig,
+  loadReplayConfig,
+  loadVerifierConfig,
+} from '../../src/config/index.ts';
+import { ConfigError } from '../../src/errors.ts';
+
+const minimal = {
+  API_BASE_URL: 'https://psp.example/api/',
+  API_KEY: 'super-secret-key-123',
+  KAFKA_BROKERS: 'k1:9092, k2:9092',
+  SCHEMA_REGISTRY_URL: 'http://registry:8081/apis/ccompat/v7',
+};
+
+function problemsOf(fn: () => unknown): { variable: string; message: string }[] {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return [...(err as ConfigError).problems];
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('configuration', () => {
+  it('applies the SPEC defaults and normalises values', () => {
+    const config = loadConnectorConfig(minimal);
+    expect(config.api.baseUrl).toBe('https://psp.example/api');
+    expect(config.kafka.brokers).toEqual(['k1:9092', 'k2:9092']);
+    expect(config.topics).toMatchObject({
+      alertsTopic: 'fraud.alerts.v1',
+      alertsDlqTopic: 'fraud.alerts.dlq.v1',
+      offsetsTopic: 'fraudlink.connector.offsets',
+    });
+    expect(config.connector).toMatchObject({
+      name: 'fraudlink-alerts',
+      exportStart: 'earliest',
+      cursorParam: 'cursor',
+      pollIntervalMs: 5000,
+    });
+    expect(config.http.port).toBe(9464);
+    expect(config.logLevel).toBe('info');
+  });
+
+  it('is frozen so nothing can change it after start', () => {
+    const config = loadConnectorConfig(minimal);
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.connector)).toBe(true);
+    expect(() => {
+      (config.connector as { name: string }).name = 'other';
+    }).toThrow(TypeError);
+  });
+
+  it('reports every missing or bad variable together, by name', () => {
+    const problems = problemsOf(() =>
+      loadConnectorConfig({
+        API_BASE_URL: 'ftp://nope',
+        KAFKA_BROKERS: 'no-port',
+        POLL_INTERVAL_MS: 'soon',
+        EXPORT_START: 'yesterday',
+        LOG_LEVEL: 'loud',
+      }),
+    );
+    expect(problems.map((p) => p.variable).sort()).toEqual(
+      [
+        'API_BASE_URL',
+        'API_KEY',
+        'EXPORT_START',
+        'KAFKA_BROKERS',
+        'LOG_LEVEL',
+        'POLL_INTERVAL_MS',
+        'SCHEMA_REGISTRY_URL',
+      ].sort(),
+    );
+    expect(problems.find((p) => p.variable === 'API_KEY')?.message).toBe('is required');
+  });
+
+  it('never puts a secret value in the error', () => {
+    const env = {
+      ...minimal,
+      API_BASE_URL: 'not a url',
+      KAFKA_SASL_MECHANISM: 'plain',
+      KAFKA_SASL_PASSWORD: 'sasl-password-xyz',
+      SCHEMA_REGISTRY_PASSWORD: 'registry-password-xyz',
+    };
+    let message = '';
+    try {
+      loadConnectorConfig(env);
+    } catch (err) {
+      message = `${(err as Error).message} ${JSON.stringify(err)}`;
+    }
+    expect(message).toContain('API_BASE_URL');
+    expect(message).toContain('KAFKA_SASL_USERNAME');
+    expect(message).toContain('SCHEMA_REGISTRY_USERNAME');
+    for (const secret of ['super-secret-key-123', 'sasl-password-xyz', 'registry-password-xyz']) {
+      expect(message).not.toContain(secret);
+    }
+  });
+
+  it('reads broker security and mutual TLS settings', () => {
+    const config = loadVerifierConfig({
+      ...minimal,
+      KAFKA_SSL: 'true',
+      KAFKA_SASL_MECHANISM: 'scram-sha-512',
+      KAFKA_SASL_USERNAME: 'svc',
+      KAFKA_SASL_PASSWORD: 'pw',
+      API_TLS_CERT: '/certs/tls.crt',
+      API_TLS_KEY: '/certs/tls.key',
+    });
+    expect(config.kafka.ssl).toBe(true);
+    expect(config.kafka.sasl).toEqual({ mechanism: 'scram-sha-512', username: 'svc', password: 'pw' });
+    expect(config.api.tls).toEqual({ certFile: '/certs/tls.crt', keyFile: '/certs/tls.key' });
+    expect(config.verifier.replyTopicsAllowed.test('vop.verification.replies.team-a')).toBe(true);
+    expect(config.verifier.replyTopicsAllowed.test('payments.replies')).toBe(false);
+  });
+
+  it('refuses a reply allow-list that is not a regular expression', () => {
+    expect(problemsOf(() => loadVerifierConfig({ ...minimal, VERIFY_REPLY_TOPICS: '([' }))).toEqual([
+      { variable: 'VERIFY_REPLY_TOPICS', message: 'must be a valid regular expression' },
+    ]);
+  });
+
+  it('asks replay for Kafka and the registry only, and the api command for the upstream only', () => {
+    expect(loadReplayConfig({ KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r' }).alertsTopic).toBe(
+      'fraud.alerts.v1',
+    );
+    expect(loadApiConfig({ API_BASE_URL: 'http://x', API_KEY: 'k' }).api.key).toBe('k');
+    expect(problemsOf(() => loadReplayConfig({})).map((p) => p.variable)).toEqual([
+      'KAFKA_BROKERS',
+      'SCHEMA_REGISTRY_URL',
+    ]);
+  });
+
+  it('takes an ISO-8601 export start as a date and treats empty strings as unset', () => {
+    const config = loadConnectorConfig({
+      ...minimal,
+      EXPORT_START: '2026-01-01T00:00:00Z',
+      ALERTS_TOPIC: '',
+    });
+    expect(config.connector.exportStart).toEqual(new Date('2026-01-01T00:00:00Z'));
+    expect(config.topics.alertsTopic).toBe('fraud.alerts.v1');
+  });
+});

@@ -1,0 +1,73 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { createLogger, maskIban } from '../src/logger.ts';
+
+function capture(): { stream: Writable; lines: () => Record<string, unknown>[] } {
+  const chunks: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      chunks.push(chunk.toString());
+      done();
+    },
+  });
+  return {
+    stream,
+    lines: () =>
+      chunks
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+  };
+}
+
+describe('logger', () => {
+  it('writes JSON lines with the component of a child logger', () => {
+    const out = capture();
+    const root = createLogger({ destination: out.stream });
+    root.child({ component: 'connector' }).info({ page: { rows: 3 } }, 'page published');
+    const [line] = out.lines();
+    expect(line).toMatchObject({
+      level: 'info',
+      component: 'connector',
+      msg: 'page published',
+      page: { rows: 3 },
+    });
+  });
+
+  it('redacts every secret it could be handed', () => {
+    const out = capture();
+    const root = createLogger({ destination: out.stream });
+    root.info(
+      {
+        config: { api: { key: 'k-123', baseUrl: 'http://x' }, kafka: { sasl: { password: 'p-456' } } },
+        request: { headers: { 'x-api-key': 'k-789' } },
+        env: { API_KEY: 'k-000', KAFKA_SASL_PASSWORD: 'p-111' },
+      },
+      'starting',
+    );
+    const text = JSON.stringify(out.lines());
+    for (const secret of ['k-123', 'p-456', 'k-789', 'k-000', 'p-111']) expect(text).not.toContain(secret);
+    expect(text).toContain('http://x');
+  });
+
+  it('logs errors under err with their code', () => {
+    const out = capture();
+    const root = createLogger({ destination: out.stream });
+    const err = Object.assign(new Error('boom'), { code: 'KAFKA' });
+    root.error({ err }, 'failed');
+    expect(out.lines()[0]).toMatchObject({ err: { message: 'boom', code: 'KAFKA' } });
+  });
+});
+
+describe('maskIban', () => {
+  it('keeps only the country code and the last four characters', () => {
+    expect(maskIban('FR76 3000 6000 0112 3456 7890 189')).toBe('FR…0189');
+    expect(maskIban('de89370400440532013000')).toBe('DE…3000');
+  });
+
+  it('copes with missing or very short values', () => {
+    expect(maskIban(undefined)).toBe('<none>');
+    expect(maskIban('FR12')).toBe('FR…');
+  });
+});

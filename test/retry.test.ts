@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest';
+import {
+  AbortedError,
+  UpstreamRateLimitedError,
+  UpstreamUnavailableError,
+  UsageError,
+} from '../src/errors.ts';
+import { backoffDelay, defaultRetryPolicy, parseRetryAfter, retry } from '../src/retry.ts';
+
+const fast = { initialDelayMs: 1, maxDelayMs: 5, jitter: 0 };
+
+describe('retry', () => {
+  it('retries a retriable error and returns the first success', async () => {
+    let calls = 0;
+    const result = await retry(
+      async () => {
+        calls++;
+        if (calls < 3) throw new UpstreamUnavailableError('503');
+        return 'ok';
+      },
+      { ...fast, retries: 5 },
+    );
+    expect(result).toBe('ok');
+    expect(calls).toBe(3);
+  });
+
+  it('never retries a TypeError, even when asked to retry everything', async () => {
+    let calls = 0;
+    await expect(
+      retry(
+        async () => {
+          calls++;
+          throw new TypeError('undefined is not a function');
+        },
+        { ...fast, shouldRetry: () => true },
+      ),
+    ).rejects.toBeInstanceOf(TypeError);
+    expect(calls).toBe(1);
+  });
+
+  it('does not retry a non-retriable error', async () => {
+    let calls = 0;
+    await expect(
+      retry(async () => {
+        calls++;
+        throw new UsageError('bad');
+      }, fast),
+    ).rejects.toBeInstanceOf(UsageError);
+    expect(calls).toBe(1);
+  });
+
+  it('stops after the configured number of retries with the last error', async () => {
+    let calls = 0;
+    await expect(
+      retry(
+        async () => {
+          calls++;
+          throw new UpstreamUnavailableError(`503 #${calls}`);
+        },
+        { ...fast, retries: 2 },
+      ),
+    ).rejects.toThrow('503 #3');
+    expect(calls).toBe(3);
+  });
+
+  it('waits at least the Retry-After the server asked for', async () => {
+    const delays: number[] = [];
+    let calls = 0;
+    await retry(
+      async () => {
+        calls++;
+        if (calls === 1) throw new UpstreamRateLimitedError('429', { retryAfterMs: 40 });
+        return 'ok';
+      },
+      { ...fast, onRetry: ({ delayMs }) => delays.push(delayMs) },
+    );
+    expect(delays).toEqual([40]);
+  });
+
+  it('cancels a pending backoff as soon as the signal aborts', async () => {
+    const controller = new AbortController();
+    const pending = retry(
+      async () => {
+        throw new UpstreamRateLimitedError('429', { retryAfterMs: 60_000 });
+      },
+      { ...fast, signal: controller.signal, onRetry: () => queueMicrotask(() => controller.abort()) },
+    );
+    await expect(pending).rejects.toBeInstanceOf(AbortedError);
+  });
+
+  it('gives up instead of starting a wait that would end past the deadline', async () => {
+    let calls = 0;
+    const now = 1_000;
+    await expect(
+      retry(
+        async () => {
+          calls++;
+          throw new UpstreamRateLimitedError('429', { retryAfterMs: 500 });
+        },
+        { ...fast, deadline: now + 100, now: () => now },
+      ),
+    ).rejects.toBeInstanceOf(UpstreamRateLimitedError);
+    expect(calls).toBe(1);
+  });
+});
+
+describe('backoffDelay', () => {
+  it('grows exponentially up to the cap', () => {
+    const policy = { ...defaultRetryPolicy, initialDelayMs: 100, maxDelayMs: 1000, jitter: 0 };
+    expect([1, 2, 3, 4, 5].map((n) => backoffDelay(n, policy))).toEqual([100, 200, 400, 800, 1000]);
+  });
+
+  it('spreads delays with jitter within the jittered fraction', () => {
+    const policy = { ...defaultRetryPolicy, initialDelayMs: 1000, jitter: 0.5 };
+    expect(backoffDelay(1, policy, undefined, () => 0)).toBe(500);
+    expect(backoffDelay(1, policy, undefined, () => 0.99)).toBe(995);
+  });
+});
+
+describe('parseRetryAfter', () => {
+  it('reads delta-seconds', () => {
+    expect(parseRetryAfter('3')).toBe(3000);
+    expect(parseRetryAfter(' 0 ')).toBe(0);
+  });
+
+  it('reads an HTTP-date relative to now', () => {
+    const now = Date.parse('2026-11-22T10:00:00Z');
+    expect(parseRetryAfter('Sun, 22 Nov 2026 10:00:05 GMT', now)).toBe(5000);
+    expect(parseRetryAfter('Sun, 22 Nov 2026 09:59:00 GMT', now)).toBe(0);
+  });
+
+  it('ignores absent or unreadable values', () => {
+    expect(parseRetryAfter(undefined)).toBeUndefined();
+    expect(parseRetryAfter('soon')).toBeUndefined();
+  });
+});
