@@ -1,0 +1,166 @@
+import { z } from 'zod';
+import { DecodeError } from '../errors.ts';
+
+/**
+ * The connector's position in the export feed, committed in the same transaction as the events it
+ * covers. Besides the opaque upstream cursor it keeps the `updatedAt` high-water mark and the
+ * identities of every row already handled at that millisecond: resuming with
+ * `updatedAfter = mark - 1 ms` serves those rows again, and they must not be published twice.
+ */
+export interface CursorRecord {
+  version: 1;
+  connector: string;
+  cursor: string | null;
+  highWaterMark: number | null;
+  highWaterMarkIso: string | null;
+  /** Event ids published at the high-water mark. */
+  eventIdsAtMark: string[];
+  /** Fingerprints of rows sent to the DLQ at the high-water mark. */
+  rejectedAtMark: string[];
+  counters: { published: number; rejected: number; deduplicated: number; pages: number };
+  exportStart: string;
+  writtenAt: string;
+}
+
+const recordSchema = z.object({
+  version: z.literal(1),
+  connector: z.string(),
+  cursor: z.string().nullable(),
+  highWaterMark: z.number().int().nullable(),
+  highWaterMarkIso: z.string().nullable(),
+  eventIdsAtMark: z.array(z.string()),
+  rejectedAtMark: z.array(z.string()),
+  counters: z.object({
+    published: z.number().int(),
+    rejected: z.number().int(),
+    deduplicated: z.number().int(),
+    pages: z.number().int(),
+  }),
+  exportStart: z.string(),
+  writtenAt: z.string(),
+});
+
+export function parseCursorRecord(bytes: Buffer): CursorRecord {
+  let json: unknown;
+  try {
+    json = JSON.parse(bytes.toString('utf8'));
+  } catch (err) {
+    throw new DecodeError('cursor record is not JSON', { cause: err });
+  }
+  const parsed = recordSchema.safeParse(json);
+  if (!parsed.success) {
+    throw new DecodeError(
+      `cursor record is malformed: ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}`,
+    );
+  }
+  return parsed.data;
+}
+
+export function serializeCursorRecord(record: CursorRecord): Buffer {
+  return Buffer.from(JSON.stringify(record), 'utf8');
+}
+
+export interface ExportRequest {
+  cursor?: string;
+  updatedAfter?: string;
+}
+
+/** Mutable position used while pages are read; `snapshot()` is what gets committed. */
+export class CursorTracker {
+  #record: CursorRecord;
+  #eventIds: Set<string>;
+  #rejected: Set<string>;
+
+  constructor(record: CursorRecord) {
+    this.#record = structuredClone(record);
+    this.#eventIds = new Set(record.eventIdsAtMark);
+    this.#rejected = new Set(record.rejectedAtMark);
+  }
+
+  static initial(connector: string, exportStart: 'earliest' | Date): CursorTracker {
+    return new CursorTracker({
+      version: 1,
+      connector,
+      cursor: null,
+      highWaterMark: null,
+      highWaterMarkIso: null,
+      eventIdsAtMark: [],
+      rejectedAtMark: [],
+      counters: { published: 0, rejected: 0, deduplicated: 0, pages: 0 },
+      exportStart: exportStart === 'earliest' ? 'earliest' : exportStart.toISOString(),
+      writtenAt: new Date(0).toISOString(),
+    });
+  }
+
+  get highWaterMark(): number | null {
+    return this.#record.highWaterMark;
+  }
+
+  get counters(): Readonly<CursorRecord['counters']> {
+    return this.#record.counters;
+  }
+
+  /** The stored cursor, else `updatedAfter` just below the mark, else the configured first start. */
+  nextRequest(): ExportRequest {
+    const r = this.#record;
+    if (r.cursor !== null) return { cursor: r.cursor };
+    if (r.highWaterMark !== null) return { updatedAfter: new Date(r.highWaterMark - 1).toISOString() };
+    return r.exportStart === 'earliest' ? {} : { updatedAfter: r.exportStart };
+  }
+
+  #moveMark(position: number | null): void {
+    const mark = this.#record.highWaterMark;
+    if (position === null || (mark !== null && position <= mark)) return;
+    this.#record.highWaterMark = position;
+    this.#record.highWaterMarkIso = new Date(position).toISOString();
+    this.#eventIds.clear();
+    this.#rejected.clear();
+  }
+
+  /** True when an event is new and must be published; false when it was already published at the mark. */
+  admitEvent(updatedAt: number, eventId: string): boolean {
+    this.#moveMark(updatedAt);
+    if (updatedAt === this.#record.highWaterMark) {
+      if (this.#eventIds.has(eventId)) {
+        this.#record.counters.deduplicated++;
+        return false;
+      }
+      this.#eventIds.add(eventId);
+    }
+    this.#record.counters.published++;
+    return true;
+  }
+
+  /**
+   * Same for a row bound for the DLQ. A row without a readable `updatedAt` sits, in feed order, at the
+   * current mark, so it is remembered there.
+   */
+  admitRejected(updatedAt: number | null, fingerprint: string): boolean {
+    this.#moveMark(updatedAt);
+    const atMark = updatedAt === null || updatedAt === this.#record.highWaterMark;
+    if (atMark) {
+      if (this.#rejected.has(fingerprint)) {
+        this.#record.counters.deduplicated++;
+        return false;
+      }
+      this.#rejected.add(fingerprint);
+    }
+    this.#record.counters.rejected++;
+    return true;
+  }
+
+  /** Records the page's `nextCursor`; null means caught up, and the next read resumes from the mark. */
+  pageDone(nextCursor: string | null): void {
+    this.#record.cursor = nextCursor;
+    this.#record.counters.pages++;
+  }
+
+  snapshot(now: number = Date.now()): CursorRecord {
+    return {
+      ...structuredClone(this.#record),
+      eventIdsAtMark: [...this.#eventIds],
+      rejectedAtMark: [...this.#rejected],
+      writtenAt: new Date(now).toISOString(),
+    };
+  }
+}

@@ -1,0 +1,143 @@
+import { createHash } from 'node:crypto';
+import { isValidNormalizedIban, normalizeIban } from '../iban.ts';
+
+export const Qualifications = ['PENDING', 'CONFIRMED', 'REJECTED', 'UNDER_INVESTIGATION'] as const;
+export type Qualification = (typeof Qualifications)[number] | 'UNKNOWN';
+
+/** The Avro value of an AlertUpserted or AlertDeactivated event (timestamps as epoch ms). */
+export interface AlertEvent {
+  eventId: string;
+  alertId: string;
+  iban: string;
+  bic: string | null;
+  qualification: Qualification;
+  qualificationRaw: string | null;
+  reportsCount: number;
+  updatedAt: number;
+  observedAt: number;
+}
+
+export type EventType = 'AlertUpserted' | 'AlertDeactivated';
+
+/** Stable codes naming the rule a feed row broke; sent as the DLQ record's `error-code` header. */
+export const RowErrorCodes = {
+  NOT_AN_OBJECT: 'ROW_NOT_AN_OBJECT',
+  ID_MISSING: 'ROW_ID_MISSING',
+  IBAN_MISSING: 'ROW_IBAN_MISSING',
+  IBAN_INVALID: 'ROW_IBAN_INVALID',
+  UPDATED_AT_INVALID: 'ROW_UPDATED_AT_INVALID',
+  IS_ACTIVE_INVALID: 'ROW_IS_ACTIVE_INVALID',
+  REPORTS_COUNT_INVALID: 'ROW_REPORTS_COUNT_INVALID',
+  BIC_INVALID: 'ROW_BIC_INVALID',
+} as const;
+
+export type RowErrorCode = (typeof RowErrorCodes)[keyof typeof RowErrorCodes];
+
+export type MappedRow =
+  | { ok: true; type: EventType; event: AlertEvent }
+  | { ok: false; code: RowErrorCode; message: string; id: string | null; updatedAt: number | null };
+
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)$/i;
+const MAX_INT32 = 2 ** 31 - 1;
+const knownQualifications: ReadonlySet<string> = new Set(Qualifications);
+
+/** `updatedAt` as epoch ms: an ISO-8601 instant (with its zone) or epoch milliseconds as a JSON number. */
+export function parseInstant(value: unknown): number | null {
+  if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 0 ? value : null;
+  if (typeof value !== 'string' || !INSTANT.test(value)) return null;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? null : ms;
+}
+
+function idOf(value: unknown): string | null {
+  if (typeof value === 'string') return value.trim() === '' ? null : value;
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  return null;
+}
+
+/** The event id of SPEC §4: the same row change always has the same id, whatever form updatedAt took. */
+export function eventIdOf(alertId: string, updatedAt: number, isActive: boolean): string {
+  return createHash('sha256').update(`${alertId}|${updatedAt}|${isActive}`).digest('hex');
+}
+
+/** Identifies a row that cannot become an event, by its raw content, so a re-served copy is rejected once. */
+export function fingerprintOf(raw: string): string {
+  return createHash('sha256').update(raw).digest('hex');
+}
+
+function reject(code: RowErrorCode, message: string, row: Record<string, unknown>): MappedRow {
+  return { ok: false, code, message, id: idOf(row.id), updatedAt: parseInstant(row.updatedAt) };
+}
+
+/** Turns one export row into an event, or names the first rule it breaks (SPEC §4). */
+export function mapRow(raw: unknown, observedAt: number): MappedRow {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    return {
+      ok: false,
+      code: RowErrorCodes.NOT_AN_OBJECT,
+      message: 'row is not a JSON object',
+      id: null,
+      updatedAt: null,
+    };
+  }
+  const row = raw as Record<string, unknown>;
+  const alertId = idOf(row.id);
+  if (alertId === null)
+    return reject(RowErrorCodes.ID_MISSING, 'id is missing or not a string or number', row);
+  if (typeof row.iban !== 'string' || row.iban.trim() === '') {
+    return reject(RowErrorCodes.IBAN_MISSING, 'iban is missing', row);
+  }
+  const iban = normalizeIban(row.iban);
+  if (!isValidNormalizedIban(iban)) {
+    return reject(
+      RowErrorCodes.IBAN_INVALID,
+      'iban is not a valid IBAN (ISO 13616 shape and mod-97 check)',
+      row,
+    );
+  }
+  const updatedAt = parseInstant(row.updatedAt);
+  if (updatedAt === null) {
+    return reject(
+      RowErrorCodes.UPDATED_AT_INVALID,
+      'updatedAt is not an ISO-8601 instant or epoch milliseconds',
+      row,
+    );
+  }
+  if (typeof row.isActive !== 'boolean')
+    return reject(RowErrorCodes.IS_ACTIVE_INVALID, 'isActive is not a boolean', row);
+  const count = row.reportsCount;
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 0 || count > MAX_INT32) {
+    return reject(
+      RowErrorCodes.REPORTS_COUNT_INVALID,
+      'reportsCount is not an integer from 0 to 2^31-1',
+      row,
+    );
+  }
+  const bic = row.bic;
+  if (bic !== undefined && bic !== null && typeof bic !== 'string') {
+    return reject(RowErrorCodes.BIC_INVALID, 'bic is not a string', row);
+  }
+  const rawQualification = row.qualification;
+  const known = typeof rawQualification === 'string' && knownQualifications.has(rawQualification);
+  return {
+    ok: true,
+    type: row.isActive ? 'AlertUpserted' : 'AlertDeactivated',
+    event: {
+      eventId: eventIdOf(alertId, updatedAt, row.isActive),
+      alertId,
+      iban,
+      bic: typeof bic === 'string' && bic.trim() !== '' ? bic.trim() : null,
+      qualification: known ? (rawQualification as Qualification) : 'UNKNOWN',
+      qualificationRaw: known
+        ? null
+        : rawQualification === undefined || rawQualification === null
+          ? null
+          : typeof rawQualification === 'string'
+            ? rawQualification
+            : JSON.stringify(rawQualification),
+      reportsCount: count,
+      updatedAt,
+      observedAt,
+    },
+  };
+}

@@ -1,0 +1,126 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { eventIdOf, mapRow, parseInstant, RowErrorCodes } from '../../src/connector/rows.ts';
+
+const good = {
+  id: 'a-1',
+  iban: 'de89 3704 0044 0532 0130 00',
+  bic: 'COBADEFFXXX',
+  qualification: 'CONFIRMED',
+  reportsCount: 3,
+  updatedAt: '2026-11-22T09:30:00.123Z',
+  isActive: true,
+};
+const observedAt = 1_795_339_900_000;
+
+describe('mapRow', () => {
+  it('turns an active row into an AlertUpserted keyed by the normalised IBAN', () => {
+    const mapped = mapRow(good, observedAt);
+    expect(mapped).toEqual({
+      ok: true,
+      type: 'AlertUpserted',
+      event: {
+        eventId: createHash('sha256').update('a-1|1795339800123|true').digest('hex'),
+        alertId: 'a-1',
+        iban: 'DE89370400440532013000',
+        bic: 'COBADEFFXXX',
+        qualification: 'CONFIRMED',
+        qualificationRaw: null,
+        reportsCount: 3,
+        updatedAt: 1795339800123,
+        observedAt,
+      },
+    });
+  });
+
+  it('turns an inactive row into an AlertDeactivated', () => {
+    const mapped = mapRow({ ...good, isActive: false }, observedAt);
+    expect(mapped.ok && mapped.type).toBe('AlertDeactivated');
+  });
+
+  it('gives the same event id whether updatedAt came as ISO-8601 or epoch ms, and ids as numbers', () => {
+    const iso = mapRow({ ...good, id: 42 }, observedAt);
+    const epoch = mapRow({ ...good, id: '42', updatedAt: 1795339800123 }, observedAt);
+    expect(iso.ok && epoch.ok).toBe(true);
+    if (iso.ok && epoch.ok) {
+      expect(iso.event.eventId).toBe(epoch.event.eventId);
+      expect(iso.event.alertId).toBe('42');
+    }
+  });
+
+  it('maps an unknown qualification to UNKNOWN and keeps the raw value', () => {
+    const mapped = mapRow({ ...good, qualification: 'ESCALATED' }, observedAt);
+    expect(mapped.ok && mapped.event).toMatchObject({
+      qualification: 'UNKNOWN',
+      qualificationRaw: 'ESCALATED',
+    });
+    const missing = mapRow({ ...good, qualification: undefined }, observedAt);
+    expect(missing.ok && missing.event).toMatchObject({ qualification: 'UNKNOWN', qualificationRaw: null });
+  });
+
+  it('accepts a missing or null bic', () => {
+    const mapped = mapRow({ ...good, bic: null }, observedAt);
+    expect(mapped.ok && mapped.event.bic).toBeNull();
+  });
+
+  const rejections: [string, Record<string, unknown>, string][] = [
+    ['a missing id', { ...good, id: undefined }, RowErrorCodes.ID_MISSING],
+    ['an empty id', { ...good, id: '  ' }, RowErrorCodes.ID_MISSING],
+    ['a missing IBAN', { ...good, iban: undefined }, RowErrorCodes.IBAN_MISSING],
+    ['an IBAN with a bad checksum', { ...good, iban: 'DE88370400440532013000' }, RowErrorCodes.IBAN_INVALID],
+    ['an IBAN of the wrong shape', { ...good, iban: 'DE89-3704' }, RowErrorCodes.IBAN_INVALID],
+    [
+      'an updatedAt that is not an instant',
+      { ...good, updatedAt: 'yesterday' },
+      RowErrorCodes.UPDATED_AT_INVALID,
+    ],
+    ['a date without time and zone', { ...good, updatedAt: '2026-11-22' }, RowErrorCodes.UPDATED_AT_INVALID],
+    ['a fractional epoch', { ...good, updatedAt: 17.5 }, RowErrorCodes.UPDATED_AT_INVALID],
+    ['isActive as a string', { ...good, isActive: 'yes' }, RowErrorCodes.IS_ACTIVE_INVALID],
+    ['a negative reportsCount', { ...good, reportsCount: -1 }, RowErrorCodes.REPORTS_COUNT_INVALID],
+    ['a fractional reportsCount', { ...good, reportsCount: 3.5 }, RowErrorCodes.REPORTS_COUNT_INVALID],
+    ['a reportsCount past 2^31-1', { ...good, reportsCount: 2 ** 31 }, RowErrorCodes.REPORTS_COUNT_INVALID],
+    ['a bic that is not a string', { ...good, bic: 7 }, RowErrorCodes.BIC_INVALID],
+  ];
+  for (const [what, row, code] of rejections) {
+    it(`rejects ${what} with ${code}`, () => {
+      const mapped = mapRow(row, observedAt);
+      expect(mapped.ok).toBe(false);
+      if (!mapped.ok) expect(mapped.code).toBe(code);
+    });
+  }
+
+  it('rejects a row that is not an object', () => {
+    expect(mapRow([1, 2], observedAt)).toMatchObject({
+      ok: false,
+      code: RowErrorCodes.NOT_AN_OBJECT,
+      id: null,
+    });
+  });
+
+  it('keeps the id and position of a rejected row where they can be read', () => {
+    expect(mapRow({ ...good, isActive: 1 }, observedAt)).toMatchObject({
+      ok: false,
+      id: 'a-1',
+      updatedAt: 1795339800123,
+    });
+  });
+});
+
+describe('parseInstant', () => {
+  it('reads ISO-8601 instants with offsets and sub-millisecond digits', () => {
+    expect(parseInstant('2026-11-22T11:30:00.123+02:00')).toBe(1795339800123);
+    expect(parseInstant('2026-11-22T09:30:00.123456Z')).toBe(1795339800123);
+  });
+
+  it('refuses local times without a zone', () => {
+    expect(parseInstant('2026-11-22T09:30:00')).toBeNull();
+  });
+});
+
+describe('eventIdOf', () => {
+  it('is the lowercase hex SHA-256 of id|epoch ms|isActive', () => {
+    expect(eventIdOf('x', 5, false)).toBe(createHash('sha256').update('x|5|false').digest('hex'));
+    expect(eventIdOf('x', 5, false)).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
