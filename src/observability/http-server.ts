@@ -1,0 +1,77 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+import type { Logger } from '../logger.ts';
+
+export interface OpsServerOptions {
+  host: string;
+  port: number;
+  registry: Registry;
+  /** Liveness: the process loop is alive. */
+  healthy: () => boolean;
+  /** Readiness: connected and doing its job; the reason is shown when not ready. */
+  ready: () => { ready: boolean; reason?: string };
+  logger: Logger;
+}
+
+export interface OpsServer {
+  start(): Promise<{ url: string }>;
+  stop(): Promise<void>;
+}
+
+/** `/metrics` (Prometheus text format), `/healthz` and `/readyz` for one component. */
+export function createOpsServer(options: OpsServerOptions): OpsServer {
+  let server: Server | undefined;
+  const handler: Parameters<typeof createServer>[1] = (req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      return;
+    }
+    if (path === '/metrics') {
+      options.registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': options.registry.contentType }).end(text),
+        (err: unknown) => {
+          options.logger.error({ err }, 'metrics collection failed');
+          res.writeHead(500).end();
+        },
+      );
+      return;
+    }
+    if (path === '/healthz') {
+      const ok = options.healthy();
+      res
+        .writeHead(ok ? 200 : 503, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ healthy: ok }));
+      return;
+    }
+    if (path === '/readyz') {
+      const state = options.ready();
+      res
+        .writeHead(state.ready ? 200 : 503, { 'content-type': 'application/json' })
+        .end(JSON.stringify(state));
+      return;
+    }
+    res.writeHead(404).end();
+  };
+  return {
+    async start() {
+      server = createServer(handler);
+      server.keepAliveTimeout = 5000;
+      await new Promise<void>((resolve, reject) => {
+        server?.once('error', reject);
+        server?.listen(options.port, options.host, () => resolve());
+      });
+      const { port } = server.address() as AddressInfo;
+      const host = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
+      return { url: `http://${host}:${port}` };
+    },
+    async stop() {
+      const s = server;
+      server = undefined;
+      if (!s) return;
+      s.closeAllConnections();
+      await new Promise<void>((resolve) => s.close(() => resolve()));
+    },
+  };
+}
