@@ -1,0 +1,226 @@
+import { AbortedError, findError, isRetriable } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { backoffDelay, defaultRetryPolicy, sleep } from '../retry.ts';
+import { type CursorRecord, CursorTracker, type ExportRequest } from './cursor.ts';
+import type { ConnectorMetrics } from './metrics.ts';
+import { type AlertEvent, type EventType, fingerprintOf, mapRow, type RowErrorCode } from './rows.ts';
+
+export interface ExportPage {
+  rows: unknown[];
+  nextCursor: string | null;
+}
+
+/** The part of the API client the connector uses; retries (429, 5xx, resets) happen inside it. */
+export interface ExportFeed {
+  exportPage(
+    request: ExportRequest,
+    options: {
+      signal: AbortSignal;
+      retry: { retries: number; maxDelayMs: number };
+      onRetry: (info: { attempt: number; delayMs: number; error: unknown }) => void;
+    },
+  ): Promise<ExportPage>;
+}
+
+export interface RejectedRow {
+  raw: string;
+  code: RowErrorCode;
+  message: string;
+  id: string | null;
+  observedAt: number;
+}
+
+/** What one Kafka transaction carries: events, DLQ records and the cursor that covers them. */
+export interface Batch {
+  events: { type: EventType; event: AlertEvent }[];
+  rejected: RejectedRow[];
+  cursor: CursorRecord;
+}
+
+/** A fenced, initialised transactional publisher and the cursor it read back from Kafka. */
+export interface PublishSession {
+  cursor: CursorRecord | null;
+  commit(batch: Batch): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ConnectorDeps {
+  name: string;
+  exportStart: 'earliest' | Date;
+  pollIntervalMs: number;
+  txMaxRows: number;
+  txMaxMs: number;
+  feed: ExportFeed;
+  openSession(signal: AbortSignal): Promise<PublishSession>;
+  metrics: ConnectorMetrics;
+  logger: Logger;
+  now?: () => number;
+}
+
+export interface Connector {
+  /** Resolves when the connector stops after `stop()`; rejects on a failure it cannot ride out. */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  ready(): { ready: boolean; reason?: string };
+}
+
+const swallow = () => {};
+
+export function createConnector(deps: ConnectorDeps): Connector {
+  const { metrics, logger } = deps;
+  const now = deps.now ?? Date.now;
+  const controller = new AbortController();
+  let running: Promise<void> | undefined;
+  let sessionOpen = false;
+
+  const fetchPage = (request: ExportRequest): Promise<ExportPage> => {
+    const page = deps.feed.exportPage(request, {
+      signal: controller.signal,
+      retry: { retries: Number.POSITIVE_INFINITY, maxDelayMs: 30_000 },
+      onRetry: ({ delayMs, error }) => {
+        const code = (error as { code?: string }).code ?? 'UNKNOWN';
+        if (code === 'UPSTREAM_RATE_LIMITED') metrics.throttled.inc();
+        metrics.upstreamRetries.inc({ code });
+        metrics.backoffSeconds.inc(delayMs / 1000);
+        metrics.setState('backing_off');
+        logger.warn({ code, delayMs }, 'export request failed, backing off');
+      },
+    });
+    page.catch(swallow); // awaited later; this only keeps an early rejection from being "unhandled"
+    return page;
+  };
+
+  const commit = async (session: PublishSession, batch: Batch): Promise<void> => {
+    const started = performance.now();
+    await session.commit(batch);
+    metrics.commitSeconds.observe((performance.now() - started) / 1000);
+    metrics.transactionRows.observe(batch.events.length + batch.rejected.length);
+    for (const { type, event } of batch.events) {
+      metrics.published.inc({ type });
+      metrics.setNewestPublished(event.updatedAt);
+    }
+    for (const r of batch.rejected) metrics.rejected.inc({ code: r.code });
+    metrics.setCursorCommitted(now());
+  };
+
+  /** One producer session: read the cursor, then page → map → commit until stopped or failed. */
+  const runSession = async (): Promise<void> => {
+    const session = await deps.openSession(controller.signal);
+    sessionOpen = true;
+    let inflight: Promise<void> | undefined;
+    try {
+      const tracker = session.cursor
+        ? new CursorTracker(session.cursor)
+        : CursorTracker.initial(deps.name, deps.exportStart);
+      logger.info(
+        { resumeFrom: tracker.nextRequest(), highWaterMark: tracker.highWaterMark },
+        'connector session started',
+      );
+      let dedupSeen = tracker.counters.deduplicated;
+      let batch: Batch['events'] = [];
+      let rejected: RejectedRow[] = [];
+      let batchStarted = now();
+      let lastCommittedPosition = JSON.stringify([tracker.nextRequest(), tracker.highWaterMark]);
+      let nextPage = fetchPage(tracker.nextRequest());
+      while (!controller.signal.aborted) {
+        const page = await nextPage;
+        metrics.setState('running');
+        metrics.pages.inc();
+        const observedAt = now();
+        for (const raw of page.rows) {
+          const mapped = mapRow(raw, observedAt);
+          if (mapped.ok) {
+            if (tracker.admitEvent(mapped.event.updatedAt, mapped.event.eventId)) batch.push(mapped);
+          } else {
+            const text = JSON.stringify(raw) ?? 'null';
+            if (tracker.admitRejected(mapped.updatedAt, fingerprintOf(text))) {
+              rejected.push({
+                raw: text,
+                code: mapped.code,
+                message: mapped.message,
+                id: mapped.id,
+                observedAt,
+              });
+            }
+          }
+        }
+        tracker.pageDone(page.nextCursor);
+        metrics.deduplicated.inc(tracker.counters.deduplicated - dedupSeen);
+        dedupSeen = tracker.counters.deduplicated;
+        const caughtUp = page.nextCursor === null;
+        const rows = batch.length + rejected.length;
+        const position = JSON.stringify([tracker.nextRequest(), tracker.highWaterMark]);
+        const due = rows >= deps.txMaxRows || now() - batchStarted >= deps.txMaxMs || caughtUp;
+        if (due && (rows > 0 || position !== lastCommittedPosition)) {
+          // One transaction at a time; the next page is fetched while this one commits.
+          if (inflight) await inflight;
+          const toCommit: Batch = { events: batch, rejected, cursor: tracker.snapshot(now()) };
+          inflight = commit(session, toCommit);
+          inflight.catch(swallow);
+          lastCommittedPosition = position;
+          batch = [];
+          rejected = [];
+          batchStarted = now();
+        }
+        if (caughtUp) {
+          if (inflight) await inflight;
+          inflight = undefined;
+          metrics.setState('caught_up');
+          await sleep(deps.pollIntervalMs, controller.signal);
+        }
+        nextPage = fetchPage(tracker.nextRequest());
+      }
+    } finally {
+      // Let the open transaction finish: it is either committed whole or aborted by the broker.
+      if (inflight) await inflight.catch(swallow);
+      sessionOpen = false;
+      await session
+        .close()
+        .catch((err: unknown) => logger.warn({ err }, 'closing the publish session failed'));
+    }
+  };
+
+  /** Rides out retriable failures (broker outage, upstream trouble) with a fresh session each time. */
+  const supervise = async (): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await runSession();
+        return;
+      } catch (err) {
+        if (controller.signal.aborted && findError(err, 'ABORTED')) return;
+        if (controller.signal.aborted) return;
+        if (!isRetriable(err)) throw err;
+        const delayMs = backoffDelay(Math.min(attempt, 8), defaultRetryPolicy);
+        const kafka = findError(err, 'KAFKA') !== undefined;
+        metrics.setState(kafka ? 'waiting_for_kafka' : 'backing_off');
+        metrics.backoffSeconds.inc(delayMs / 1000);
+        logger.warn(
+          { err, delayMs, attempt },
+          kafka ? 'Kafka unavailable, waiting' : 'connector session failed, retrying',
+        );
+        try {
+          await sleep(delayMs, controller.signal);
+        } catch (e) {
+          if (e instanceof AbortedError) return;
+          throw e;
+        }
+      }
+    }
+  };
+
+  return {
+    start() {
+      running ??= supervise().finally(() => metrics.setState('stopped'));
+      return running;
+    },
+    async stop() {
+      controller.abort(new AbortedError('connector stopping'));
+      await running?.catch(swallow);
+    },
+    ready() {
+      if (!sessionOpen) return { ready: false, reason: `connector ${metrics.state}` };
+      const state = metrics.state;
+      return state === 'running' || state === 'caught_up' ? { ready: true } : { ready: false, reason: state };
+    },
+  };
+}

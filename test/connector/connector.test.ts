@@ -1,0 +1,161 @@
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import {
+  type Batch,
+  createConnector,
+  type ExportFeed,
+  type PublishSession,
+} from '../../src/connector/connector.ts';
+import type { CursorRecord, ExportRequest } from '../../src/connector/cursor.ts';
+import { createConnectorMetrics } from '../../src/connector/metrics.ts';
+import { KafkaError, UpstreamUnauthorizedError } from '../../src/errors.ts';
+import { silentLogger } from '../../src/logger.ts';
+
+const IBANS = ['DE89370400440532013000', 'FR1420041010050500013M02606', 'GB82WEST12345698765432'];
+
+interface Row {
+  id: string;
+  iban: string;
+  bic: null;
+  qualification: string;
+  reportsCount: number;
+  updatedAt: string;
+  isActive: boolean;
+}
+
+/** A pure in-memory feed with the SPEC §8 rules: ordered rows, index cursor, exclusive updatedAfter. */
+class FakeFeed implements ExportFeed {
+  rows: Row[] = [];
+  requests: ExportRequest[] = [];
+  onRequest: (n: number) => void = () => {};
+  readonly pageSize: number;
+  constructor(pageSize: number) {
+    this.pageSize = pageSize;
+  }
+  add(id: string, at: number, isActive = true): void {
+    this.rows.push({
+      id,
+      iban: IBANS[Number(id.replace(/\D/g, '')) % IBANS.length] ?? '',
+      bic: null,
+      qualification: 'PENDING',
+      reportsCount: 1,
+      updatedAt: new Date(at).toISOString(),
+      isActive,
+    });
+  }
+  async exportPage(request: ExportRequest) {
+    this.requests.push(request);
+    this.onRequest(this.requests.length);
+    let start = 0;
+    if (request.cursor !== undefined) start = Number(request.cursor);
+    else if (request.updatedAfter !== undefined) {
+      const after = Date.parse(request.updatedAfter);
+      start = this.rows.findIndex((r) => Date.parse(r.updatedAt) > after);
+      if (start < 0) start = this.rows.length;
+    }
+    const end = Math.min(start + this.pageSize, this.rows.length);
+    return { rows: this.rows.slice(start, end), nextCursor: end < this.rows.length ? String(end) : null };
+  }
+}
+
+/** A session store standing in for Kafka: commits are all-or-nothing, the cursor survives sessions. */
+class FakeKafka {
+  committed: Batch[] = [];
+  cursor: CursorRecord | null = null;
+  sessions = 0;
+  failNextCommit = false;
+  async open(): Promise<PublishSession> {
+    this.sessions++;
+    return {
+      cursor: this.cursor,
+      commit: async (batch) => {
+        if (this.failNextCommit) {
+          this.failNextCommit = false;
+          throw new KafkaError('broker went away', { retriable: true });
+        }
+        this.committed.push(batch);
+        this.cursor = batch.cursor;
+      },
+      close: async () => {},
+    };
+  }
+  eventIds(): string[] {
+    return this.committed.flatMap((b) => b.events.map((e) => e.event.alertId));
+  }
+}
+
+function connectorFor(feed: ExportFeed, kafka: FakeKafka, overrides: { txMaxRows?: number } = {}) {
+  return createConnector({
+    name: 'test',
+    exportStart: 'earliest',
+    pollIntervalMs: 1,
+    txMaxRows: overrides.txMaxRows ?? 3,
+    txMaxMs: 60_000,
+    feed,
+    openSession: () => kafka.open(),
+    metrics: createConnectorMetrics(new Registry()),
+    logger: silentLogger(),
+  });
+}
+
+describe('connector loop', () => {
+  it('publishes every row once, resumes just below the mark when caught up, and never re-reads from the start', async () => {
+    const feed = new FakeFeed(2);
+    for (let i = 0; i < 5; i++) feed.add(`a${i}`, 1000 + i);
+    feed.add('a5', 1004); // shares the last millisecond
+    const kafka = new FakeKafka();
+    const connector = connectorFor(feed, kafka);
+    feed.onRequest = (n) => {
+      if (n === 6) feed.add('a6', 1004); // arrives at the mark after the feed was caught up
+      if (n === 8) void connector.stop();
+    };
+    await connector.start();
+    expect(kafka.eventIds()).toEqual(['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6']);
+    expect(feed.requests.filter((r) => r.cursor === undefined && r.updatedAfter === undefined)).toHaveLength(
+      1,
+    );
+    expect(feed.requests.at(-1)).toEqual({ updatedAfter: new Date(1003).toISOString() });
+  });
+
+  it('restarts from the committed cursor after a failed commit, without a duplicate or a gap', async () => {
+    const feed = new FakeFeed(2);
+    for (let i = 0; i < 8; i++) feed.add(`a${i}`, 1000 + i);
+    const kafka = new FakeKafka();
+    const connector = connectorFor(feed, kafka, { txMaxRows: 2 });
+    feed.onRequest = (n) => {
+      if (n === 3) kafka.failNextCommit = true;
+      if (n === 12) void connector.stop();
+    };
+    await connector.start();
+    expect(kafka.sessions).toBe(2);
+    expect(kafka.eventIds()).toEqual(['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7']);
+  });
+
+  it('sends a bad row to the DLQ once even when the feed serves it again at the mark', async () => {
+    const feed = new FakeFeed(10);
+    feed.add('a1', 1000);
+    feed.rows.push({ ...(feed.rows[0] as Row), id: 'bad', isActive: 'yes' as unknown as boolean });
+    const kafka = new FakeKafka();
+    const connector = connectorFor(feed, kafka);
+    feed.onRequest = (n) => {
+      if (n === 4) void connector.stop();
+    };
+    await connector.start();
+    const rejected = kafka.committed.flatMap((b) => b.rejected);
+    expect(rejected).toHaveLength(1);
+    expect(rejected[0]).toMatchObject({ code: 'ROW_IS_ACTIVE_INVALID', id: 'bad' });
+    expect(JSON.parse(rejected[0]?.raw ?? '')).toMatchObject({ id: 'bad', isActive: 'yes' });
+    expect(kafka.eventIds()).toEqual(['a1']);
+  });
+
+  it('stops with the upstream error when the credentials are refused', async () => {
+    const kafka = new FakeKafka();
+    const feed: ExportFeed = {
+      exportPage: async () => {
+        throw new UpstreamUnauthorizedError('401 unknown key', { status: 401 });
+      },
+    };
+    await expect(connectorFor(feed, kafka).start()).rejects.toBeInstanceOf(UpstreamUnauthorizedError);
+    expect(kafka.committed).toHaveLength(0);
+  });
+});
