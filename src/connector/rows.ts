@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
 import { isValidNormalizedIban, normalizeIban } from '../iban.ts';
+import { parseInstant } from '../instant.ts';
+
+export { parseInstant };
 
 export const Qualifications = ['PENDING', 'CONFIRMED', 'REJECTED', 'UNDER_INVESTIGATION'] as const;
 export type Qualification = (typeof Qualifications)[number] | 'UNKNOWN';
@@ -37,17 +40,8 @@ export type MappedRow =
   | { ok: true; type: EventType; event: AlertEvent }
   | { ok: false; code: RowErrorCode; message: string; id: string | null; updatedAt: number | null };
 
-const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)$/i;
 const MAX_INT32 = 2 ** 31 - 1;
 const knownQualifications: ReadonlySet<string> = new Set(Qualifications);
-
-/** `updatedAt` as epoch ms: an ISO-8601 instant (with its zone) or epoch milliseconds as a JSON number. */
-export function parseInstant(value: unknown): number | null {
-  if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 0 ? value : null;
-  if (typeof value !== 'string' || !INSTANT.test(value)) return null;
-  const ms = Date.parse(value);
-  return Number.isNaN(ms) ? null : ms;
-}
 
 function idOf(value: unknown): string | null {
   if (typeof value === 'string') return value.trim() === '' ? null : value;

@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest';
+import { completed, failed, toJson } from '../../src/verifier/reply.ts';
+import {
+  correlationIdOf,
+  deadlineOf,
+  formatOf,
+  parseJsonRequest,
+  replyRouteOf,
+  validateRequest,
+} from '../../src/verifier/request.ts';
+
+const valid = {
+  requestId: 'r-1',
+  iban: 'de89 3704 0044 0532 0130 00',
+  partyName: ' Anna Schmidt ',
+  requestedAt: 1000,
+};
+const allow = /^vop\.verification\.replies\..*/;
+
+describe('request validation', () => {
+  it('accepts a valid request and normalises its IBAN and name', () => {
+    expect(validateRequest(valid)).toEqual({
+      ok: true,
+      request: {
+        requestId: 'r-1',
+        iban: 'DE89370400440532013000',
+        partyName: 'Anna Schmidt',
+        requestedAt: 1000,
+      },
+    });
+  });
+
+  it('reads requestedAt as epoch ms or ISO-8601 in JSON requests', () => {
+    const parsed = parseJsonRequest(
+      Buffer.from(JSON.stringify({ ...valid, requestedAt: '1970-01-01T00:00:01Z' })),
+    );
+    expect(parsed.ok && parsed.request.requestedAt).toBe(1000);
+  });
+
+  it.each([
+    ['a bad IBAN checksum', { iban: 'DE88370400440532013000' }, 'REQUEST_IBAN_INVALID'],
+    ['an empty name', { partyName: '   ' }, 'REQUEST_NAME_INVALID'],
+    ['a name over 140 characters', { partyName: 'x'.repeat(141) }, 'REQUEST_NAME_INVALID'],
+    ['a missing request id', { requestId: '' }, 'REQUEST_ID_MISSING'],
+    ['a requestedAt that is no instant', { requestedAt: 'now' }, 'REQUEST_REQUESTED_AT_INVALID'],
+  ])('refuses %s', (_what, change, code) => {
+    expect(validateRequest({ ...valid, ...change })).toMatchObject({ ok: false, code });
+  });
+
+  it('marks a value that is not JSON as unreadable', () => {
+    expect(parseJsonRequest(Buffer.from('{oops'))).toMatchObject({
+      ok: false,
+      code: 'REQUEST_UNREADABLE',
+      unreadable: true,
+    });
+    expect(parseJsonRequest(Buffer.from('[1]'))).toMatchObject({ code: 'REQUEST_UNREADABLE' });
+  });
+});
+
+describe('request headers', () => {
+  it('takes JSON only when content-type says so', () => {
+    expect(formatOf({ 'content-type': Buffer.from('application/json; charset=utf-8') })).toBe('json');
+    expect(formatOf({})).toBe('avro');
+  });
+
+  it('reads vop-deadline as decimal text or an 8-byte long, else requestedAt plus the default', () => {
+    expect(deadlineOf({ 'vop-deadline': Buffer.from('12345') }, 0, 5000)).toBe(12345);
+    const long = Buffer.alloc(8);
+    long.writeBigInt64BE(98765n);
+    expect(deadlineOf({ 'vop-deadline': long }, 0, 5000)).toBe(98765);
+    expect(deadlineOf({}, 1000, 5000)).toBe(6000);
+  });
+
+  it('routes to an allowed kafka_replyTopic and partition', () => {
+    const partition = Buffer.alloc(4);
+    partition.writeInt32BE(2);
+    expect(
+      replyRouteOf(
+        { kafka_replyTopic: Buffer.from('vop.verification.replies.team-a'), kafka_replyPartition: partition },
+        'vop.verification.replies.v1',
+        allow,
+      ),
+    ).toEqual({ topic: 'vop.verification.replies.team-a', partition: 2 });
+  });
+
+  it('falls back to the default reply topic when the allow-list refuses the asked one', () => {
+    expect(
+      replyRouteOf(
+        { kafka_replyTopic: Buffer.from('payments.internal') },
+        'vop.verification.replies.v1',
+        allow,
+      ),
+    ).toEqual({
+      topic: 'vop.verification.replies.v1',
+      refusedTopic: 'payments.internal',
+    });
+  });
+
+  it('echoes a binary correlation id byte for byte, defaulting to the request id', () => {
+    const uuidBytes = Buffer.from('0f1e2d3c4b5a69788796a5b4c3d2e1f0', 'hex');
+    expect(correlationIdOf({ kafka_correlationId: uuidBytes }, 'r-1')).toBe(uuidBytes);
+    expect(correlationIdOf({}, 'r-1')?.toString()).toBe('r-1');
+    expect(correlationIdOf({}, null)).toBeNull();
+  });
+});
+
+describe('replies', () => {
+  it('keeps matchedName only with CMTC', () => {
+    expect(completed('r', { partyNameMatch: 'MTCH', matchedName: 'x' }, 5, 3).matchedName).toBeNull();
+    expect(completed('r', { partyNameMatch: 'CMTC', matchedName: 'Anna Schmidt' }, 5, 3).matchedName).toBe(
+      'Anna Schmidt',
+    );
+  });
+
+  it('writes JSON with Avro field names, plain unions and epoch-ms instants', () => {
+    const json = JSON.parse(
+      toJson(failed('r', 'EXPIRED', { code: 'DEADLINE_PASSED', message: 'late' }, 7)).toString(),
+    );
+    expect(json).toEqual({
+      requestId: 'r',
+      outcome: 'EXPIRED',
+      nameMatch: null,
+      matchedName: null,
+      error: { code: 'DEADLINE_PASSED', message: 'late' },
+      respondedAt: 7,
+      upstreamLatencyMs: null,
+    });
+  });
+});
