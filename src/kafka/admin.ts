@@ -1,0 +1,99 @@
+import kafkajs, { type Admin, type ITopicConfig } from 'kafkajs';
+import { TopicConfigMismatchError } from '../errors.ts';
+import { toKafkaError } from './errors.ts';
+import type { KafkaAdmin, TopicSpec } from './types.ts';
+
+// kafkajs is CommonJS: its values come through the default export.
+const { ConfigResourceTypes } = kafkajs;
+
+export function wrapAdmin(admin: Admin): KafkaAdmin {
+  const call = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (err) {
+      throw toKafkaError(err, what);
+    }
+  };
+
+  const checkExisting = async (specs: TopicSpec[]): Promise<void> => {
+    if (specs.length === 0) return;
+    const described = await call('describe topic configs', () =>
+      admin.describeConfigs({
+        includeSynonyms: false,
+        resources: specs.map((s) => ({ type: ConfigResourceTypes.TOPIC, name: s.topic })),
+      }),
+    );
+    const metadata = await call('fetch topic metadata', () =>
+      admin.fetchTopicMetadata({ topics: specs.map((s) => s.topic) }),
+    );
+    for (const spec of specs) {
+      const differences: { setting: string; expected: string; actual: string }[] = [];
+      const entries = described.resources.find((r) => r.resourceName === spec.topic)?.configEntries ?? [];
+      for (const [setting, expected] of Object.entries(spec.configs)) {
+        const actual = entries.find((e) => e.configName === setting)?.configValue ?? '(unset)';
+        if (actual !== expected) differences.push({ setting, expected, actual });
+      }
+      const partitions = metadata.topics.find((t) => t.name === spec.topic)?.partitions.length ?? 0;
+      if (spec.exactPartitions && partitions !== spec.partitions) {
+        differences.push({
+          setting: 'partitions',
+          expected: String(spec.partitions),
+          actual: String(partitions),
+        });
+      }
+      if (differences.length > 0) throw new TopicConfigMismatchError(spec.topic, differences);
+    }
+  };
+
+  return {
+    async describeCluster() {
+      const cluster = await call('describe cluster', () => admin.describeCluster());
+      return {
+        brokers: cluster.brokers.length,
+        controller: cluster.controller,
+        clusterId: cluster.clusterId,
+      };
+    },
+
+    async provisionTopics(specs) {
+      const existing = new Set(await call('list topics', () => admin.listTopics()));
+      const missing = specs.filter((s) => !existing.has(s.topic));
+      if (missing.length > 0) {
+        const topics: ITopicConfig[] = missing.map((s) => ({
+          topic: s.topic,
+          numPartitions: s.partitions,
+          replicationFactor: s.replicationFactor,
+          configEntries: Object.entries(s.configs).map(([name, value]) => ({ name, value })),
+        }));
+        // Another instance may create the same topics at the same moment: an existing topic is then
+        // checked like any other below.
+        await call('create topics', () => admin.createTopics({ topics, waitForLeaders: true })).catch(
+          (err: unknown) => {
+            if (!/already exists/i.test(String((err as Error).message))) throw err;
+          },
+        );
+      }
+      await checkExisting(specs);
+    },
+
+    async topicOffsets(topic) {
+      const offsets = await call(`fetch offsets of ${topic}`, () => admin.fetchTopicOffsets(topic));
+      return offsets.map((o) => ({ partition: o.partition, low: o.low, high: o.high }));
+    },
+
+    async groupOffsets(groupId, topic) {
+      const result = await call(`fetch offsets of group ${groupId}`, () =>
+        admin.fetchOffsets({ groupId, topics: [topic] }),
+      );
+      return (result[0]?.partitions ?? []).map((p) => ({ partition: p.partition, offset: p.offset }));
+    },
+
+    async deleteTopics(topics) {
+      await call('delete topics', () => admin.deleteTopics({ topics }));
+    },
+
+    async close() {
+      await admin.disconnect();
+    },
+  };
+}

@@ -1,0 +1,91 @@
+import kafkajs, { type KafkaConfig as KafkajsConfig, type SASLOptions } from 'kafkajs';
+import type { KafkaConfig } from '../config/index.ts';
+import type { Logger } from '../logger.ts';
+import { wrapAdmin } from './admin.ts';
+import { createGroupConsumer, type ReadTopicOptions, readTopic } from './consumer.ts';
+import { toKafkaError } from './errors.ts';
+import { pinoLogCreator, routeKafkajsWarnings } from './logging.ts';
+import {
+  createProducer,
+  createTransactionalProducer,
+  type TransactionalProducerOptions,
+} from './producer.ts';
+import type {
+  GroupConsumer,
+  GroupConsumerOptions,
+  IncomingRecord,
+  KafkaAdmin,
+  Producer,
+  TransactionalProducer,
+} from './types.ts';
+
+// kafkajs is CommonJS: its values come through the default export.
+const { Kafka } = kafkajs;
+
+/** The one entry point to Kafka. A second client library would implement this same interface. */
+export interface KafkaClient {
+  admin(): Promise<KafkaAdmin>;
+  transactionalProducer(options: TransactionalProducerOptions): Promise<TransactionalProducer>;
+  producer(): Promise<Producer>;
+  groupConsumer(options: GroupConsumerOptions): GroupConsumer;
+  readTopic(
+    topic: string,
+    onRecords: (records: IncomingRecord[]) => void | Promise<void>,
+    options?: ReadTopicOptions,
+  ): Promise<void>;
+}
+
+export interface KafkaClientOptions {
+  config: KafkaConfig;
+  logger: Logger;
+  /** Client-level retries of connections and metadata calls; probes want few. */
+  retry?: { retries: number; initialRetryTime: number };
+}
+
+function saslOf(config: KafkaConfig): SASLOptions | undefined {
+  const sasl = config.sasl;
+  if (!sasl) return undefined;
+  return { mechanism: sasl.mechanism, username: sasl.username, password: sasl.password } as SASLOptions;
+}
+
+export function createKafkaClient({ config, logger, retry }: KafkaClientOptions): KafkaClient {
+  const log = logger.child({ component: 'kafkajs' });
+  routeKafkajsWarnings(log);
+  const options: KafkajsConfig = {
+    clientId: config.clientId,
+    brokers: config.brokers,
+    ssl: config.ssl,
+    connectionTimeout: 5000,
+    requestTimeout: 30_000,
+    logCreator: pinoLogCreator(log),
+    retry: retry ?? { initialRetryTime: 100, retries: 8 },
+  };
+  const sasl = saslOf(config);
+  if (sasl) options.sasl = sasl;
+  const kafka = new Kafka(options);
+
+  const admin = async (): Promise<KafkaAdmin> => {
+    const a = kafka.admin();
+    try {
+      await a.connect();
+    } catch (err) {
+      throw toKafkaError(err, 'connect admin');
+    }
+    return wrapAdmin(a);
+  };
+
+  return {
+    admin,
+    transactionalProducer: (o) => createTransactionalProducer(kafka, o),
+    producer: () => createProducer(kafka),
+    groupConsumer: (o) => createGroupConsumer(kafka, o),
+    async readTopic(topic, onRecords, o) {
+      const a = await admin();
+      try {
+        await readTopic(kafka, a, topic, onRecords, o);
+      } finally {
+        await a.close();
+      }
+    },
+  };
+}

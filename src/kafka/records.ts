@@ -1,0 +1,47 @@
+import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
+import type { IncomingRecord, OutgoingRecord } from './types.ts';
+
+export function toMessage(record: OutgoingRecord): Message {
+  const message: Message = { key: record.key, value: record.value };
+  if (record.headers) message.headers = record.headers;
+  if (record.partition !== undefined) message.partition = record.partition;
+  if (record.timestamp !== undefined) message.timestamp = String(record.timestamp);
+  return message;
+}
+
+/** Groups records by topic, keeping their order (kafkajs keeps per-partition order within a topic). */
+export function toTopicMessages(records: OutgoingRecord[]): { topic: string; messages: Message[] }[] {
+  const byTopic = new Map<string, Message[]>();
+  for (const record of records) {
+    let messages = byTopic.get(record.topic);
+    if (!messages) {
+      messages = [];
+      byTopic.set(record.topic, messages);
+    }
+    messages.push(toMessage(record));
+  }
+  return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
+}
+
+function headersOf(headers: IHeaders | undefined): Record<string, Buffer | undefined> {
+  const out: Record<string, Buffer | undefined> = {};
+  if (!headers) return out;
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
+    const last = Array.isArray(value) ? value[value.length - 1] : value;
+    out[name] = last === undefined ? undefined : Buffer.isBuffer(last) ? last : Buffer.from(last);
+  }
+  return out;
+}
+
+export function toIncoming(topic: string, partition: number, message: KafkaMessage): IncomingRecord {
+  return {
+    topic,
+    partition,
+    offset: message.offset,
+    key: message.key,
+    value: message.value,
+    headers: headersOf(message.headers),
+    timestamp: Number(message.timestamp),
+  };
+}

@@ -1,0 +1,100 @@
+/**
+ * The Kafka vocabulary of fraudlink. Components speak only these types; the client library behind
+ * them (kafkajs today) stays inside src/kafka/.
+ */
+
+export type HeaderValue = string | Buffer;
+
+export interface OutgoingRecord {
+  topic: string;
+  key: string | Buffer | null;
+  value: Buffer | null;
+  headers?: Record<string, HeaderValue>;
+  partition?: number;
+  timestamp?: number;
+}
+
+export interface IncomingRecord {
+  topic: string;
+  partition: number;
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: Record<string, Buffer | undefined>;
+  timestamp: number;
+}
+
+export interface TopicPartitionOffset {
+  topic: string;
+  partition: number;
+  /** The next offset to consume, as Kafka commits it. */
+  offset: string;
+}
+
+export interface TopicSpec {
+  topic: string;
+  partitions: number;
+  /** -1 takes the broker's default.replication.factor. */
+  replicationFactor: number;
+  configs: Record<string, string>;
+  /** When true, an existing topic with another partition count is refused. */
+  exactPartitions?: boolean;
+}
+
+export interface KafkaAdmin {
+  describeCluster(): Promise<{ brokers: number; controller: number | null; clusterId: string }>;
+  provisionTopics(specs: TopicSpec[]): Promise<void>;
+  /** Offsets per partition: `low` is the first offset, `high` the next offset to be written. */
+  topicOffsets(topic: string): Promise<{ partition: number; low: string; high: string }[]>;
+  groupOffsets(groupId: string, topic: string): Promise<{ partition: number; offset: string }[]>;
+  deleteTopics(topics: string[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface TransactionOptions {
+  /** Consumed offsets committed atomically with the records (consume-transform-produce). */
+  consumerOffsets?: { groupId: string; offsets: TopicPartitionOffset[] };
+}
+
+export interface TransactionalProducer {
+  /** Sends every record and commits them, with the offsets, in ONE transaction; aborts on failure. */
+  transaction(records: OutgoingRecord[], options?: TransactionOptions): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface Producer {
+  send(records: OutgoingRecord[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ConsumedBatch {
+  topic: string;
+  partition: number;
+  records: IncomingRecord[];
+  /** False once this consumer should stop handing out work (stopping or rebalancing). */
+  isRunning(): boolean;
+  /** True when the partition was taken away by a rebalance: its results must not be committed. */
+  isStale(): boolean;
+}
+
+export interface GroupConsumerOptions {
+  groupId: string;
+  topics: string[];
+  /** `read_committed` unless said otherwise. */
+  isolation?: 'read_committed' | 'read_uncommitted';
+  fromBeginning?: boolean;
+  /** When false (the default), offsets are committed by the caller, e.g. in a producer transaction. */
+  autoCommit?: boolean;
+  partitionsConsumedConcurrently?: number;
+  /** Called with each batch; the next batch of that partition is fetched once it resolves. */
+  eachBatch(batch: ConsumedBatch): Promise<void>;
+  /** Assignment changes: the partitions this member now owns. */
+  onAssignment?(assigned: { topic: string; partitions: number[] }[]): void;
+  onCrash?(error: Error): void;
+}
+
+export interface GroupConsumer {
+  /** Resolves once the consumer has joined its group and received its assignment. */
+  start(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,203 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { StackError } from '../errors.ts';
+import { createKafkaClient } from '../kafka/index.ts';
+import { type Logger, silentLogger } from '../logger.ts';
+import { isAlive, spawnJvm } from './process.ts';
+
+const run = promisify(execFile);
+
+/** A free TCP port on loopback (bound then released; the JVM binds it a moment later). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+async function waitFor(
+  what: string,
+  pid: number,
+  logFile: string,
+  timeoutMs: number,
+  probe: () => Promise<boolean>,
+) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!isAlive(pid)) throw new StackError(`${what} exited during start-up; see ${logFile}`);
+    if (await probe().catch(() => false)) return;
+    await delay(250);
+  }
+  throw new StackError(`${what} was not ready after ${timeoutMs / 1000} s; see ${logFile}`);
+}
+
+const LOG4J2 = `<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="WARN">
+  <Appenders><Console name="out" target="SYSTEM_OUT"><PatternLayout pattern="[%d] %p %m (%c)%n"/></Console></Appenders>
+  <Loggers>
+    <Root level="WARN"><AppenderRef ref="out"/></Root>
+    <Logger name="kafka.server.KafkaServer" level="INFO"/>
+    <Logger name="kafka.server.BrokerServer" level="INFO"/>
+  </Loggers>
+</Configuration>
+`;
+
+export interface KafkaNode {
+  pid: number;
+  port: number;
+  brokers: string;
+  logFile: string;
+}
+
+/** Formats a fresh KRaft log dir and starts one combined broker+controller on loopback. */
+export async function startKafka(options: {
+  java: string;
+  libs: string;
+  dir: string;
+  ownerPid?: number;
+  logger?: Logger;
+}): Promise<KafkaNode> {
+  const [port, controllerPort] = [await freePort(), await freePort()];
+  mkdirSync(join(options.dir, 'data'), { recursive: true });
+  const properties = join(options.dir, 'server.properties');
+  writeFileSync(
+    properties,
+    [
+      'process.roles=broker,controller',
+      'node.id=1',
+      `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
+      `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+      'controller.listener.names=CONTROLLER',
+      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+      'inter.broker.listener.name=PLAINTEXT',
+      `log.dirs=${join(options.dir, 'data')}`,
+      'num.partitions=1',
+      'default.replication.factor=1',
+      'offsets.topic.replication.factor=1',
+      'offsets.topic.num.partitions=10',
+      'transaction.state.log.replication.factor=1',
+      'transaction.state.log.min.isr=1',
+      'transaction.state.log.num.partitions=10',
+      'group.initial.rebalance.delay.ms=0',
+      'auto.create.topics.enable=false',
+      'log.cleaner.backoff.ms=1000',
+      '',
+    ].join('\n'),
+  );
+  const log4j = join(options.dir, 'log4j2.xml');
+  writeFileSync(log4j, LOG4J2);
+  const cp = join(options.libs, '*');
+  const clusterId = randomBytes(16).toString('base64url').slice(0, 22);
+  try {
+    await run(options.java, [
+      `-Dlog4j2.configurationFile=${log4j}`,
+      '-cp',
+      cp,
+      'kafka.tools.StorageTool',
+      'format',
+      '-t',
+      clusterId,
+      '-c',
+      properties,
+    ]);
+  } catch (err) {
+    throw new StackError(`formatting Kafka storage failed: ${(err as { stderr?: string }).stderr ?? err}`, {
+      cause: err,
+    });
+  }
+  const logFile = join(options.dir, 'kafka.log');
+  const { pid } = spawnJvm(
+    options.java,
+    [
+      '-Xms256m',
+      '-Xmx1g',
+      '-XX:+UseG1GC',
+      `-Dlog4j2.configurationFile=${log4j}`,
+      '-cp',
+      cp,
+      'kafka.Kafka',
+      properties,
+    ],
+    logFile,
+    options.ownerPid,
+  );
+  const brokers = `127.0.0.1:${port}`;
+  // An open port is not enough: wait for a real admin call to succeed.
+  await waitFor('Kafka', pid, logFile, 120_000, () => probeKafka(brokers));
+  return { pid, port, brokers, logFile };
+}
+
+export async function probeKafka(brokers: string): Promise<boolean> {
+  const client = createKafkaClient({
+    config: { brokers: [brokers], clientId: 'fraudlink-stack-probe', ssl: false },
+    logger: silentLogger(),
+    retry: { retries: 0, initialRetryTime: 100 },
+  });
+  const admin = await client.admin();
+  try {
+    const cluster = await admin.describeCluster();
+    return cluster.brokers > 0;
+  } finally {
+    await admin.close();
+  }
+}
+
+export interface RegistryNode {
+  pid: number;
+  port: number;
+  url: string;
+  logFile: string;
+}
+
+/** Starts Apicurio Registry on loopback, in-memory storage, Confluent-compatible API. */
+export async function startRegistry(options: {
+  java: string;
+  jar: string;
+  dir: string;
+  ownerPid?: number;
+}): Promise<RegistryNode> {
+  const [port, managementPort] = [await freePort(), await freePort()];
+  mkdirSync(options.dir, { recursive: true });
+  const logFile = join(options.dir, 'registry.log');
+  const { pid } = spawnJvm(
+    options.java,
+    [
+      '-Xms128m',
+      '-Xmx512m',
+      '-Dquarkus.http.host=127.0.0.1',
+      `-Dquarkus.http.port=${port}`,
+      // The 3.3 build fixes the management interface on (quarkus.management.enabled=false is
+      // ignored at run time), listening on 0.0.0.0:9000: keep it on loopback and a free port.
+      '-Dquarkus.management.host=127.0.0.1',
+      `-Dquarkus.management.port=${managementPort}`,
+      '-Dapicurio.rules.global.compatibility=BACKWARD',
+      '-Dapicurio.ccompat.use-canonical-hash=true',
+      '-Dquarkus.log.level=WARN',
+      '-jar',
+      options.jar,
+    ],
+    logFile,
+    options.ownerPid,
+  );
+  const url = `http://127.0.0.1:${port}/apis/ccompat/v7`;
+  await waitFor('Apicurio Registry', pid, logFile, 120_000, () => probeRegistry(url));
+  return { pid, port, url, logFile };
+}
+
+export async function probeRegistry(url: string): Promise<boolean> {
+  const response = await fetch(`${url}/subjects`, { signal: AbortSignal.timeout(2000) });
+  await response.arrayBuffer();
+  return response.status === 200;
+}
