@@ -10,6 +10,11 @@ export function pinoLogCreator(logger: Logger): logCreator {
     ({ namespace, level, log }) => {
       const { message, timestamp: _t, logger: _l, ...extra } = log;
       const fields = { namespace, kafkajs: extra };
+      // Bounded retries are deliberate: a failed send aborts its whole transaction, so exactly-once holds.
+      if (message.startsWith('Limiting retries for the idempotent producer')) {
+        logger.debug(fields, message);
+        return;
+      }
       if (level === logLevel.ERROR) logger.error(fields, message);
       else if (level === logLevel.WARN) logger.warn(fields, message);
       else if (level === logLevel.INFO) logger.debug(fields, message);

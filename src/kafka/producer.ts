@@ -1,7 +1,7 @@
-import kafkajs, { type Kafka } from 'kafkajs';
+import kafkajs, { type Kafka, type Transaction as KafkajsTransaction } from 'kafkajs';
 import { toKafkaError } from './errors.ts';
 import { toTopicMessages } from './records.ts';
-import type { OutgoingRecord, Producer, TransactionalProducer, TransactionOptions } from './types.ts';
+import type { Producer, Transaction, TransactionalProducer, TransactionOptions } from './types.ts';
 
 // kafkajs is CommonJS: its values come through the default export.
 const { CompressionTypes, Partitioners } = kafkajs;
@@ -18,9 +18,58 @@ export interface TransactionalProducerOptions {
 // 20 ms keeps the retry cheap (measured: ~2.5x the rate with 500-record transactions).
 const retry = { initialRetryTime: 20, maxRetryTime: 5000, retries: 10 };
 
+function wrapTransaction(tx: KafkajsTransaction): Transaction {
+  return {
+    async send(records) {
+      if (records.length === 0) return;
+      try {
+        await tx.sendBatch({
+          topicMessages: toTopicMessages(records),
+          acks: -1,
+          compression: CompressionTypes.None,
+        });
+      } catch (err) {
+        throw toKafkaError(err, 'send in transaction failed');
+      }
+    },
+    async sendOffsets({ groupId, offsets }) {
+      if (offsets.length === 0) return;
+      const topics = new Map<string, { partition: number; offset: string }[]>();
+      for (const o of offsets) {
+        const list = topics.get(o.topic) ?? [];
+        list.push({ partition: o.partition, offset: o.offset });
+        topics.set(o.topic, list);
+      }
+      try {
+        await tx.sendOffsets({
+          consumerGroupId: groupId,
+          topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
+        });
+      } catch (err) {
+        throw toKafkaError(err, 'committing offsets in transaction failed');
+      }
+    },
+    async commit() {
+      try {
+        await tx.commit();
+      } catch (err) {
+        throw toKafkaError(err, 'commit failed');
+      }
+    },
+    async abort() {
+      if (!tx.isActive()) return;
+      try {
+        await tx.abort();
+      } catch (err) {
+        throw toKafkaError(err, 'abort failed');
+      }
+    },
+  };
+}
+
 /**
- * A transactional producer. `start()` runs InitProducerId, which fences any older producer with the
- * same transactional id and aborts (or completes) the transaction it left open.
+ * A transactional producer. Creating it runs the transactional InitProducerId, which fences any older producer with
+ * the same transactional id and aborts (or completes) the transaction it left open.
  */
 export async function createTransactionalProducer(
   kafka: Kafka,
@@ -36,39 +85,32 @@ export async function createTransactionalProducer(
   });
   try {
     await producer.connect();
+    // kafkajs runs the transactional InitProducerId lazily, at the first transaction: begin and
+    // abort an empty one now so that creating this producer fences any older instance at once.
+    const first = await producer.transaction();
+    await first.abort();
   } catch (err) {
     await producer.disconnect().catch(() => {});
     throw toKafkaError(err, `initialise transactional producer ${options.transactionalId}`);
   }
+  const begin = async (): Promise<Transaction> => {
+    try {
+      return wrapTransaction(await producer.transaction());
+    } catch (err) {
+      throw toKafkaError(err, 'begin transaction failed');
+    }
+  };
   return {
-    async transaction(records: OutgoingRecord[], txOptions: TransactionOptions = {}) {
-      let tx: Awaited<ReturnType<typeof producer.transaction>> | undefined;
+    begin,
+    async transaction(records, txOptions: TransactionOptions = {}) {
+      const tx = await begin();
       try {
-        tx = await producer.transaction();
-        if (records.length > 0) {
-          await tx.sendBatch({
-            topicMessages: toTopicMessages(records),
-            acks: -1,
-            compression: CompressionTypes.None,
-          });
-        }
-        const offsets = txOptions.consumerOffsets;
-        if (offsets && offsets.offsets.length > 0) {
-          const topics = new Map<string, { partition: number; offset: string }[]>();
-          for (const o of offsets.offsets) {
-            const list = topics.get(o.topic) ?? [];
-            list.push({ partition: o.partition, offset: o.offset });
-            topics.set(o.topic, list);
-          }
-          await tx.sendOffsets({
-            consumerGroupId: offsets.groupId,
-            topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
-          });
-        }
+        await tx.send(records);
+        if (txOptions.consumerOffsets) await tx.sendOffsets(txOptions.consumerOffsets);
         await tx.commit();
       } catch (err) {
-        if (tx?.isActive()) await tx.abort().catch(() => {});
-        throw toKafkaError(err, 'transaction failed');
+        await tx.abort().catch(() => {});
+        throw err;
       }
     },
     async close() {

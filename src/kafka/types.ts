@@ -56,9 +56,18 @@ export interface TransactionOptions {
   consumerOffsets?: { groupId: string; offsets: TopicPartitionOffset[] };
 }
 
+export interface Transaction {
+  send(records: OutgoingRecord[]): Promise<void>;
+  sendOffsets(offsets: NonNullable<TransactionOptions['consumerOffsets']>): Promise<void>;
+  commit(): Promise<void>;
+  abort(): Promise<void>;
+}
+
 export interface TransactionalProducer {
   /** Sends every record and commits them, with the offsets, in ONE transaction; aborts on failure. */
   transaction(records: OutgoingRecord[], options?: TransactionOptions): Promise<void>;
+  /** Step by step, for callers that interleave work with an open transaction. */
+  begin(): Promise<Transaction>;
   close(): Promise<void>;
 }
 

@@ -1,0 +1,61 @@
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { FencedError } from '../../src/errors.ts';
+import { collect, testClients, testTopics } from '../helpers/kafka.ts';
+import { uniqueName } from '../helpers/stack.ts';
+
+const text = (b: Buffer | null) => b?.toString() ?? null;
+
+describe('transactional producer on a real broker', () => {
+  it('keeps a transactional send invisible to read_committed readers until commit', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['tx-visibility']);
+    const producer = await kafka.transactionalProducer({ transactionalId: uniqueName('tx') });
+    onTestFinished(() => producer.close());
+    const committed = await collect(kafka, topic, 'read_committed');
+    const uncommitted = await collect(kafka, topic, 'read_uncommitted');
+
+    const tx = await producer.begin();
+    await tx.send([{ topic, key: 'k', value: Buffer.from('pending') }]);
+    await uncommitted.until((r) => r.some((x) => text(x.value) === 'pending'));
+    // The sentinel shows the read_committed reader has fetched past the open transaction's start.
+    expect(committed.records).toHaveLength(0);
+
+    await tx.commit();
+    const seen = await committed.until((r) => r.length === 1);
+    expect(text(seen[0]?.value ?? null)).toBe('pending');
+  });
+
+  it('never shows an aborted transaction to a read_committed reader', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['tx-abort']);
+    const producer = await kafka.transactionalProducer({ transactionalId: uniqueName('tx') });
+    onTestFinished(() => producer.close());
+    const aborted = await producer.begin();
+    await aborted.send([{ topic, key: 'k', value: Buffer.from('aborted') }]);
+    await aborted.abort();
+    await producer.transaction([{ topic, key: 'k', value: Buffer.from('committed') }]);
+
+    const reader = await collect(kafka, topic, 'read_committed');
+    const seen = await reader.until((r) => r.some((x) => text(x.value) === 'committed'));
+    expect(seen.map((x) => text(x.value))).toEqual(['committed']);
+  });
+
+  it('fences the first producer when a second one starts with the same transactional id', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['tx-fence']);
+    const id = uniqueName('tx-fenced');
+    const first = await kafka.transactionalProducer({ transactionalId: id });
+    onTestFinished(() => first.close());
+    await first.transaction([{ topic, key: 'k', value: Buffer.from('one') }]);
+    const second = await kafka.transactionalProducer({ transactionalId: id });
+    onTestFinished(() => second.close());
+
+    await expect(
+      first.transaction([{ topic, key: 'k', value: Buffer.from('zombie') }]),
+    ).rejects.toBeInstanceOf(FencedError);
+    await second.transaction([{ topic, key: 'k', value: Buffer.from('two') }]);
+    const reader = await collect(kafka, topic);
+    const seen = await reader.until((r) => r.length >= 2);
+    expect(seen.map((x) => text(x.value))).toEqual(['one', 'two']);
+  });
+});
