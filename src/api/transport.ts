@@ -1,0 +1,140 @@
+import { readFileSync } from 'node:fs';
+import { Agent, type Dispatcher } from 'undici';
+import { ConfigError } from '../errors.ts';
+import { parseRetryAfter } from '../retry.ts';
+import { errorForStatus, type RequestContext } from './http-errors.ts';
+import type { TlsFiles, TlsPem } from './types.ts';
+
+export interface TransportOptions {
+  baseUrl: string;
+  apiKey: string;
+  timeoutMs: number;
+  tls?: TlsFiles | TlsPem;
+}
+
+export interface OutgoingRequest {
+  method: 'GET' | 'POST';
+  /** Path below the base URL, query included, e.g. `/sharing/v1/alerts/export?cursor=x`. */
+  path: string;
+  body?: unknown;
+  signal?: AbortSignal;
+}
+
+/** A 2xx body, read to its end; never a partial one. */
+export interface RawResponse {
+  text: string;
+  bytes: number;
+}
+
+export interface Transport {
+  /** Sends one request; a non-2xx status rejects with the typed error from the status table. */
+  send(request: OutgoingRequest): Promise<RawResponse>;
+  /** `method path` as logged and put in errors: the base path is included, the origin is not. */
+  context(request: Pick<OutgoingRequest, 'method' | 'path'>): RequestContext;
+  close(): Promise<void>;
+}
+
+const EXCERPT_BYTES = 512;
+const EXCERPT_CHARS = 200;
+
+function readPem(file: string | undefined, variable: string): Buffer | undefined {
+  if (file === undefined) return undefined;
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new ConfigError([{ variable, message: `cannot read ${file} (${reason})` }]);
+  }
+}
+
+/** Certificate material, read once: file paths are named after the variables they come from. */
+function tlsOptions(tls: TlsFiles | TlsPem | undefined): { cert?: Buffer | string; key?: Buffer | string; ca?: Buffer | string } {
+  if (tls === undefined) return {};
+  if ('certFile' in tls || 'keyFile' in tls || 'caFile' in tls) {
+    const files = tls as TlsFiles;
+    const read = {
+      cert: readPem(files.certFile, 'API_TLS_CERT'),
+      key: readPem(files.keyFile, 'API_TLS_KEY'),
+      ca: readPem(files.caFile, 'API_TLS_CA'),
+    };
+    return Object.fromEntries(Object.entries(read).filter(([, v]) => v !== undefined));
+  }
+  const pem = tls as TlsPem;
+  return Object.fromEntries(Object.entries(pem).filter(([, v]) => v !== undefined));
+}
+
+/** Reads a whole body as UTF-8 and counts its bytes. */
+async function readAll(body: Dispatcher.ResponseData['body']): Promise<RawResponse> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk as Buffer);
+    bytes += (chunk as Buffer).length;
+  }
+  return { text: Buffer.concat(chunks, bytes).toString('utf8'), bytes };
+}
+
+/** The first bytes of an error body, for diagnosis; the rest is discarded and the stream destroyed. */
+async function readExcerpt(body: Dispatcher.ResponseData['body'], apiKey: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk as Buffer);
+      bytes += (chunk as Buffer).length;
+      if (bytes >= EXCERPT_BYTES) break; // leaving the loop destroys the stream
+    }
+  } catch {
+    // A broken error body must not hide the status that came with it.
+  }
+  const text = Buffer.concat(chunks, bytes).subarray(0, EXCERPT_BYTES).toString('utf8');
+  return excerpt(text, apiKey);
+}
+
+/** Whitespace collapsed, length capped, and the API key removed should a server echo it back. */
+export function excerpt(text: string, apiKey: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  const safe = apiKey === '' ? flat : flat.split(apiKey).join('[redacted]');
+  return safe.length > EXCERPT_CHARS ? `${safe.slice(0, EXCERPT_CHARS)}…` : safe;
+}
+
+export function createTransport(options: TransportOptions): Transport {
+  const base = new URL(options.baseUrl);
+  const origin = base.origin;
+  const basePath = base.pathname.replace(/\/+$/, '');
+  const dispatcher = new Agent({
+    connectTimeout: options.timeoutMs,
+    headersTimeout: options.timeoutMs,
+    bodyTimeout: options.timeoutMs,
+    keepAliveTimeout: 10_000,
+    connect: tlsOptions(options.tls),
+  });
+  const commonHeaders = { 'x-api-key': options.apiKey, accept: 'application/json' };
+  const jsonHeaders = { ...commonHeaders, 'content-type': 'application/json' };
+
+  const context = (request: Pick<OutgoingRequest, 'method' | 'path'>): RequestContext => ({
+    method: request.method,
+    path: basePath + request.path,
+  });
+
+  const send = async (request: OutgoingRequest): Promise<RawResponse> => {
+    const ctx = context(request);
+    const hasBody = request.body !== undefined;
+    const response = await dispatcher.request({
+      origin,
+      path: ctx.path,
+      method: request.method,
+      headers: hasBody ? jsonHeaders : commonHeaders,
+      body: hasBody ? JSON.stringify(request.body) : null,
+      signal: request.signal ?? null,
+    });
+    const { statusCode, headers, body } = response;
+    if (statusCode >= 200 && statusCode < 300) return readAll(body);
+    const bodyExcerpt = await readExcerpt(body, options.apiKey);
+    const retryAfter = headers['retry-after'];
+    const retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
+    throw errorForStatus(statusCode, ctx, bodyExcerpt, retryAfterMs);
+  };
+
+  return { send, context, close: () => dispatcher.close() };
+}

@@ -1,0 +1,41 @@
+import { InvalidArgumentError } from 'commander';
+
+/** Commander argument parsers that name what was wrong. */
+export function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    if (!/^-?\d+$/.test(value.trim())) throw new InvalidArgumentError(`"${value}" is not an integer`);
+    const n = Number(value);
+    if (n < min || n > max) throw new InvalidArgumentError(`${n} is not between ${min} and ${max}`);
+    return n;
+  };
+}
+
+export function ratio(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || Number.isNaN(n) || n < 0 || n > 1)
+    throw new InvalidArgumentError(`"${value}" is not a ratio from 0 to 1`);
+  return n;
+}
+
+export function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+export function instant(value: string): string {
+  if (Number.isNaN(Date.parse(value)))
+    throw new InvalidArgumentError(`"${value}" is not an ISO-8601 instant`);
+  return new Date(value).toISOString();
+}
+
+/** Resolves when SIGTERM or SIGINT arrives; the listeners are removed afterwards. */
+export function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (signal: NodeJS.Signals) => {
+      process.off('SIGTERM', on);
+      process.off('SIGINT', on);
+      resolve(signal);
+    };
+    process.on('SIGTERM', on);
+    process.on('SIGINT', on);
+  });
+}
