@@ -1,6 +1,87 @@
 import type { Command } from 'commander';
+import { loadConnectorConfig } from '../../config/index.ts';
+import { CursorTracker } from '../../connector/cursor.ts';
+import { readCursorRecord, startConnector, transactionalIdOf } from '../../connector/index.ts';
+import { cursorRecordOf } from '../../connector/kafka-session.ts';
+import { UsageError } from '../../errors.ts';
+import { createKafkaClient } from '../../kafka/index.ts';
+import { createLogger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
+import { instant, untilSignal } from '../options.ts';
 
-export function registerConnectorCommand(program: Command, _ctx: CliContext): void {
-  program.command('connector').description('(not built yet)');
+export function registerConnectorCommand(program: Command, ctx: CliContext): void {
+  const connector = program
+    .command('connector')
+    .description(
+      'poll the alert export feed and publish exactly-once Avro alert events (run, status, reset)',
+    );
+
+  connector
+    .command('run', { isDefault: true })
+    .description('run the connector until SIGTERM/SIGINT (the default)')
+    .addHelpText(
+      'after',
+      '\nConfigured by environment variables (see README). Exit codes: 0 stopped, 1 failure, 2 configuration, 3 credentials refused, 4 fenced.',
+    )
+    .action(async () => {
+      const config = loadConnectorConfig(ctx.env);
+      const logger = createLogger({ level: config.logLevel });
+      const running = await startConnector(config, logger);
+      const signal = untilSignal();
+      const outcome = await Promise.race([
+        signal.then(() => 'signal' as const),
+        running.done.then(() => 'done' as const),
+      ]);
+      if (outcome === 'signal') {
+        logger.info('stopping: finishing the open transaction');
+        await running.stop();
+      }
+      await running.done;
+      logger.info('connector stopped');
+    });
+
+  connector
+    .command('status')
+    .description('print the stored cursor record of CONNECTOR_NAME')
+    .action(async () => {
+      const config = loadConnectorConfig(ctx.env);
+      const kafka = createKafkaClient({
+        config: config.kafka,
+        logger: createLogger({ level: config.logLevel }),
+      });
+      const record = await readCursorRecord(kafka, config.topics.offsetsTopic, config.connector.name);
+      ctx.stdout.write(
+        `${JSON.stringify(record ?? { connector: config.connector.name, cursor: null, stored: false }, null, 2)}\n`,
+      );
+    });
+
+  connector
+    .command('reset')
+    .description('rewrite the cursor for a deliberate replay (fences any running instance)')
+    .option('--updated-after <instant>', 'resume the feed after this ISO-8601 instant', instant)
+    .option('--earliest', 'resume from the start of the feed')
+    .action(async (opts: { updatedAfter?: string; earliest?: boolean }) => {
+      if (Boolean(opts.updatedAfter) === Boolean(opts.earliest)) {
+        throw new UsageError('give exactly one of --updated-after <instant> and --earliest');
+      }
+      const config = loadConnectorConfig(ctx.env);
+      const logger = createLogger({ level: config.logLevel });
+      const kafka = createKafkaClient({ config: config.kafka, logger });
+      // Same transactional id: creating this producer fences a running connector.
+      const producer = await kafka.transactionalProducer({
+        transactionalId: transactionalIdOf(config.connector.name),
+      });
+      try {
+        const previous = await readCursorRecord(kafka, config.topics.offsetsTopic, config.connector.name);
+        const start = opts.earliest ? 'earliest' : new Date(opts.updatedAfter as string);
+        const record = CursorTracker.initial(config.connector.name, start).snapshot();
+        if (previous) record.counters = previous.counters;
+        await producer.transaction([
+          cursorRecordOf(config.topics.offsetsTopic, config.connector.name, record),
+        ]);
+        ctx.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
+      } finally {
+        await producer.close();
+      }
+    });
 }

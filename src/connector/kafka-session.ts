@@ -1,0 +1,103 @@
+import type { ConnectorConfig } from '../config/index.ts';
+import type { Encoder, KafkaClient, OutgoingRecord, SchemaRegistryClient } from '../kafka/index.ts';
+import type { Logger } from '../logger.ts';
+import { loadSchema, SchemaNames } from '../schemas.ts';
+import type { Batch, PublishSession } from './connector.ts';
+import { type CursorRecord, parseCursorRecord, serializeCursorRecord } from './cursor.ts';
+import type { AlertEvent } from './rows.ts';
+
+export interface AlertEncoders {
+  AlertUpserted: Encoder<AlertEvent>;
+  AlertDeactivated: Encoder<AlertEvent>;
+}
+
+export function transactionalIdOf(name: string): string {
+  return `${name}.connector`;
+}
+
+/** Registers both alert schemas under TopicRecordNameStrategy subjects of the alerts topic. */
+export async function registerAlertSchemas(
+  registry: SchemaRegistryClient,
+  topic: string,
+): Promise<AlertEncoders> {
+  const [AlertUpserted, AlertDeactivated] = await Promise.all([
+    registry.encoder<AlertEvent>(topic, loadSchema(SchemaNames.AlertUpserted)),
+    registry.encoder<AlertEvent>(topic, loadSchema(SchemaNames.AlertDeactivated)),
+  ]);
+  return { AlertUpserted, AlertDeactivated };
+}
+
+/** The last cursor record for `name`, read to the end of the offsets topic (read_committed). */
+export async function readCursorRecord(
+  kafka: KafkaClient,
+  offsetsTopic: string,
+  name: string,
+): Promise<CursorRecord | null> {
+  let last: Buffer | null = null;
+  await kafka.readTopic(offsetsTopic, (records) => {
+    for (const r of records) if (r.key?.toString('utf8') === name) last = r.value;
+  });
+  return last === null ? null : parseCursorRecord(last);
+}
+
+export function cursorRecordOf(topic: string, name: string, cursor: CursorRecord): OutgoingRecord {
+  return { topic, key: name, value: serializeCursorRecord(cursor), partition: 0 };
+}
+
+export interface SessionDeps {
+  kafka: KafkaClient;
+  encoders: AlertEncoders;
+  config: Pick<ConnectorConfig, 'topics' | 'connector'>;
+  logger: Logger;
+}
+
+/**
+ * Opens a publish session: the transactional producer first (fencing any other instance and
+ * settling the transaction it left open), then the cursor as committed.
+ */
+export async function openKafkaSession(deps: SessionDeps): Promise<PublishSession> {
+  const { topics, connector } = deps.config;
+  const producer = await deps.kafka.transactionalProducer({
+    transactionalId: transactionalIdOf(connector.name),
+    transactionTimeoutMs: 60_000,
+  });
+  let cursor: CursorRecord | null;
+  try {
+    cursor = await readCursorRecord(deps.kafka, topics.offsetsTopic, connector.name);
+  } catch (err) {
+    await producer.close().catch(() => {});
+    throw err;
+  }
+  const toRecords = (batch: Batch): OutgoingRecord[] => {
+    const records: OutgoingRecord[] = new Array(batch.events.length);
+    for (let i = 0; i < batch.events.length; i++) {
+      const { type, event } = batch.events[i] as Batch['events'][number];
+      records[i] = {
+        topic: topics.alertsTopic,
+        key: event.iban,
+        value: deps.encoders[type].encode(event),
+        headers: { 'event-type': type, 'event-id': event.eventId, 'alert-id': event.alertId },
+      };
+    }
+    for (const r of batch.rejected) {
+      records.push({
+        topic: topics.alertsDlqTopic,
+        key: r.id,
+        value: Buffer.from(r.raw, 'utf8'),
+        headers: {
+          'error-code': r.code,
+          'error-message': r.message,
+          source: 'export',
+          'observed-at': new Date(r.observedAt).toISOString(),
+        },
+      });
+    }
+    records.push(cursorRecordOf(topics.offsetsTopic, connector.name, batch.cursor));
+    return records;
+  };
+  return {
+    cursor,
+    commit: (batch) => producer.transaction(toRecords(batch)),
+    close: () => producer.close(),
+  };
+}
