@@ -1,215 +1,208 @@
-import { readFileSync } from 'node:fs';
-import { Agent, request } from 'undici';
 import type { z } from 'zod';
-import { UpstreamBadResponseError } from '../errors.ts';
-import type { Logger } from '../logger.ts';
-import { parseRetryAfter, type RetryOptions, retry } from '../retry.ts';
-import { errorForStatus, errorForTransport, excerpt } from './errors.ts';
+import { UpstreamBadResponseError, UpstreamTimeoutError } from '../errors.ts';
+import { silentLogger } from '../logger.ts';
+import { defaultRetryPolicy, type RetryPolicy, retry } from '../retry.ts';
+import { errorForTransport, type RequestContext } from './http-errors.ts';
 import {
-  type ExportPage,
-  type FullAlert,
-  fullAlert,
-  type SearchFilters,
-  type SearchResponse,
-  type SentSearchFilters,
-  searchResponse,
-  type VerifyResponse,
-  verifyResponse,
+  checkExportEnvelope,
+  fullAlertSchema,
+  receivedSearchSchema,
+  sentSearchSchema,
+  verifyResultSchema,
 } from './schemas.ts';
+import { createTransport, excerpt, type OutgoingRequest, type RawResponse } from './transport.ts';
+import type {
+  ApiClient,
+  ApiClientOptions,
+  CallOptions,
+  ExportPage,
+  ReceivedSearchFilters,
+  SentSearchFilters,
+} from './types.ts';
 
-export interface TlsFiles {
-  certFile?: string;
-  keyFile?: string;
-  caFile?: string;
+/** Per-endpoint retry defaults; the client's `retry` option and then each call's override them. */
+export const retryDefaults = {
+  /** The VoP budget is a few seconds: short waits, and as many tries as the deadline leaves room for. */
+  verify: { retries: 5, initialDelayMs: 100, maxDelayMs: 1000 },
+  search: { ...defaultRetryPolicy },
+  export: { retries: 10, initialDelayMs: 200, maxDelayMs: 30_000 },
+} as const satisfies Record<string, Partial<RetryPolicy>>;
+
+const receivedKeys = ['iban', 'qualification', 'updatedFrom', 'updatedTo', 'page', 'pageSize'] as const;
+const sentKeys = [...receivedKeys, 'bic', 'author'] as const;
+
+/** Only the filters the endpoint knows, without undefined values. */
+function pick<T extends object>(filters: T, keys: readonly string[]): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const key of keys) {
+    const value = (filters as Record<string, unknown>)[key];
+    if (value !== undefined) body[key] = value;
+  }
+  return body;
 }
 
-export interface ApiClientOptions {
-  baseUrl: string;
-  apiKey: string;
-  timeoutMs?: number;
-  tls?: TlsFiles;
-  /** Query parameter carrying the export cursor (EXPORT_CURSOR_PARAM). */
-  cursorParam?: string;
-  logger?: Logger;
-  /** Default retry policy of every call; a call may pass its own. */
-  retry?: Partial<RetryOptions>;
-}
-
-export interface CallOptions {
-  signal?: AbortSignal;
-  /** Epoch ms: no retry starts a wait that would end after it. */
-  deadline?: number;
-  /** `false` disables retries for this call. */
-  retry?: false | Partial<RetryOptions>;
-  onRetry?: RetryOptions['onRetry'];
-}
-
-export interface ApiClient {
-  verify(body: { iban: string; party: { name: string } }, options?: CallOptions): Promise<VerifyResponse>;
-  searchSent(filters: SentSearchFilters, options?: CallOptions): Promise<SearchResponse>;
-  searchReceived(filters: SearchFilters, options?: CallOptions): Promise<SearchResponse>;
-  getAlert(alertId: string, options?: CallOptions): Promise<FullAlert>;
-  exportPage(query: { cursor?: string; updatedAfter?: string }, options?: CallOptions): Promise<ExportPage>;
-  close(): Promise<void>;
-}
-
-interface Call {
-  method: 'GET' | 'POST';
-  path: string;
-  query?: Record<string, string | undefined>;
-  body?: unknown;
-}
-
-/** One keep-alive dispatcher per client, explicit timeouts, optional mutual TLS. */
-export function createApiClient(options: ApiClientOptions): ApiClient {
-  const timeoutMs = options.timeoutMs ?? 10_000;
-  const tls = options.tls;
-  const connect: Record<string, unknown> = { timeout: timeoutMs };
-  if (tls?.certFile) connect.cert = readFileSync(tls.certFile);
-  if (tls?.keyFile) connect.key = readFileSync(tls.keyFile);
-  if (tls?.caFile) connect.ca = readFileSync(tls.caFile);
-  const dispatcher = new Agent({
-    connect,
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-    keepAliveTimeout: 30_000,
-    connections: 128,
-  });
-  const base = new URL(options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`);
-  const cursorParam = options.cursorParam ?? 'cursor';
-  const headers = { 'x-api-key': options.apiKey, accept: 'application/json' };
-
-  /** One attempt: status mapped to a typed error, body read whole or not at all. */
-  const once = async (call: Call, signal: AbortSignal | undefined): Promise<unknown> => {
-    const url = new URL(call.path.replace(/^\//, ''), base);
-    for (const [k, v] of Object.entries(call.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
-    const details = { method: call.method, path: url.pathname };
-    let response: Awaited<ReturnType<typeof request>>;
-    try {
-      response = await request(url, {
-        dispatcher,
-        method: call.method,
-        headers: call.body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
-        ...(call.body !== undefined && { body: JSON.stringify(call.body) }),
-        ...(signal && { signal }),
-      });
-    } catch (err) {
-      throw errorForTransport(err, details);
-    }
-    let text: string;
-    try {
-      text = await response.body.text();
-    } catch (err) {
-      throw errorForTransport(err, { ...details, status: response.statusCode });
-    }
-    if (response.statusCode < 200 || response.statusCode >= 300) {
-      const retryAfter = response.headers['retry-after'];
-      const retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
-      throw errorForStatus({
-        ...details,
-        status: response.statusCode,
-        bodyExcerpt: excerpt(text),
-        ...(retryAfterMs !== undefined && { retryAfterMs }),
-      });
-    }
-    try {
-      return JSON.parse(text);
-    } catch (err) {
-      throw new UpstreamBadResponseError(
-        `${call.method} ${url.pathname} answered ${response.statusCode} with a body that is not JSON`,
-        { ...details, status: response.statusCode, bodyExcerpt: excerpt(text) },
-        err,
-      );
-    }
+/** A signal that also fires at `deadline`, telling afterwards whether the deadline was the cause. */
+function deadlineGuard(signal: AbortSignal | undefined, deadline: number | undefined) {
+  if (deadline === undefined) return { signal, hit: () => false, dispose: () => {} };
+  const controller = new AbortController();
+  let hit = false;
+  const timer = setTimeout(
+    () => {
+      hit = true;
+      controller.abort();
+    },
+    Math.max(0, deadline - Date.now()),
+  );
+  timer.unref();
+  return {
+    signal: signal ? AbortSignal.any([signal, controller.signal]) : controller.signal,
+    hit: () => hit,
+    dispose: () => clearTimeout(timer),
   };
+}
 
-  const send = (call: Call, callOptions: CallOptions = {}): Promise<unknown> => {
-    if (callOptions.retry === false) return once(call, callOptions.signal);
-    return retry(() => once(call, callOptions.signal), {
-      ...options.retry,
-      ...callOptions.retry,
-      ...(callOptions.signal && { signal: callOptions.signal }),
-      ...(callOptions.deadline !== undefined && { deadline: callOptions.deadline }),
+function parseJson(raw: RawResponse, context: RequestContext, apiKey: string): unknown {
+  try {
+    return JSON.parse(raw.text);
+  } catch (err) {
+    const bodyExcerpt = excerpt(raw.text, apiKey);
+    throw new UpstreamBadResponseError(
+      `${context.method} ${context.path} answered a body that is not JSON: ${bodyExcerpt}`,
+      { ...context, bodyExcerpt },
+      err,
+    );
+  }
+}
+
+function validated<S extends z.ZodType>(schema: S, value: unknown, context: RequestContext): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`)
+    .join('; ');
+  throw new UpstreamBadResponseError(
+    `${context.method} ${context.path} answered an unexpected shape: ${issues}`,
+    context,
+  );
+}
+
+/**
+ * The typed client of the upstream service: one keep-alive dispatcher, retries at this one layer
+ * (callers do not wrap it again), every failure a typed error from the error model.
+ */
+export function createApiClient(options: ApiClientOptions): ApiClient {
+  if (!/^https?:$/.test(URL.parse(options.baseUrl)?.protocol ?? '')) {
+    throw new TypeError(
+      `createApiClient: baseUrl must be an http(s) URL, got ${JSON.stringify(options.baseUrl)}`,
+    );
+  }
+  if (!(options.timeoutMs > 0)) throw new TypeError('createApiClient: timeoutMs must be a positive number');
+  const transport = createTransport(options);
+  const logger = options.logger ?? silentLogger();
+  const cursorParam = options.cursorParam ?? 'cursor';
+
+  /** One call: attempts bounded by the deadline, retried by the merged policy, parsed by `parse`. */
+  const call = <T>(
+    request: Omit<OutgoingRequest, 'signal'>,
+    parse: (value: unknown, raw: RawResponse, context: RequestContext) => T,
+    defaults: Partial<RetryPolicy>,
+    opts: CallOptions = {},
+  ): Promise<T> => {
+    const context = transport.context(request);
+    const attempt = async (): Promise<T> => {
+      if (opts.deadline !== undefined && Date.now() >= opts.deadline) {
+        throw new UpstreamTimeoutError(
+          `${context.method} ${context.path} not sent: the deadline has passed`,
+          context,
+        );
+      }
+      const guard = deadlineGuard(opts.signal, opts.deadline);
+      try {
+        const raw = await transport.send({ ...request, signal: guard.signal });
+        return parse(parseJson(raw, context, options.apiKey), raw, context);
+      } catch (err) {
+        throw errorForTransport(err, context, { signal: opts.signal, deadlineHit: guard.hit() });
+      } finally {
+        guard.dispose();
+      }
+    };
+    const policy = opts.retry === false ? { retries: 0 } : { ...defaults, ...options.retry, ...opts.retry };
+    return retry(attempt, {
+      ...policy,
+      ...(opts.signal && { signal: opts.signal }),
+      ...(opts.deadline !== undefined && { deadline: opts.deadline }),
       onRetry: (info) => {
-        options.logger?.debug(
-          { attempt: info.attempt, delayMs: info.delayMs, code: (info.error as { code?: string }).code },
+        const code = (info.error as { code?: unknown }).code;
+        logger.debug(
+          { ...context, attempt: info.attempt, delayMs: info.delayMs, code },
           'retrying upstream call',
         );
-        callOptions.onRetry?.(info);
+        opts.onRetry?.(info);
       },
     });
   };
 
-  const validated = <S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> => {
-    const parsed = schema.safeParse(value);
-    if (parsed.success) return parsed.data;
-    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ');
-    throw new UpstreamBadResponseError(`${what} answered a body of the wrong shape: ${issues}`);
-  };
+  const search = (path: string, body: Record<string, unknown>, sent: boolean, opts?: CallOptions) =>
+    call(
+      { method: 'POST', path, body },
+      (value, _raw, context) => validated(sent ? sentSearchSchema : receivedSearchSchema, value, context),
+      retryDefaults.search,
+      opts,
+    );
 
   return {
-    async verify(body, callOptions) {
-      const value = await send({ method: 'POST', path: 'vop/v1/verify', body }, callOptions);
-      return validated(verifyResponse, value, 'POST /vop/v1/verify');
-    },
-    async searchSent(filters, callOptions) {
-      const value = await send(
-        { method: 'POST', path: 'sharing/v1/alerts/sent/search', body: filters },
-        callOptions,
-      );
-      return validated(searchResponse, value, 'POST /sharing/v1/alerts/sent/search');
-    },
-    async searchReceived(filters, callOptions) {
-      const value = await send(
-        { method: 'POST', path: 'sharing/v1/alerts/received/search', body: filters },
-        callOptions,
-      );
-      return validated(searchResponse, value, 'POST /sharing/v1/alerts/received/search');
-    },
-    async getAlert(alertId, callOptions) {
-      const value = await send(
-        { method: 'GET', path: `sharing/v1/alerts/${encodeURIComponent(alertId)}` },
-        callOptions,
-      );
-      return validated(fullAlert, value, 'GET /sharing/v1/alerts/{alertId}');
-    },
-    async exportPage(query, callOptions) {
-      const value = await send(
+    verify: (request, opts) =>
+      call(
         {
-          method: 'GET',
-          path: 'sharing/v1/alerts/export',
-          query: { updatedAfter: query.updatedAfter, [cursorParam]: query.cursor },
+          method: 'POST',
+          path: '/vop/v1/verify',
+          body: { iban: request.iban, party: { name: request.party.name } },
         },
-        callOptions,
+        (value, _raw, context) => {
+          const result = validated(verifyResultSchema, value, context);
+          return result.matchedName === undefined
+            ? { partyNameMatch: result.partyNameMatch }
+            : { partyNameMatch: result.partyNameMatch, matchedName: result.matchedName };
+        },
+        // With a deadline, retries stop when it would pass rather than after a count.
+        opts?.deadline === undefined ? retryDefaults.verify : { ...retryDefaults.verify, retries: Infinity },
+        opts,
+      ),
+    searchSent: (filters: SentSearchFilters, opts) =>
+      search('/sharing/v1/alerts/sent/search', pick(filters, sentKeys), true, opts),
+    searchReceived: (filters: ReceivedSearchFilters, opts) =>
+      search('/sharing/v1/alerts/received/search', pick(filters, receivedKeys), false, opts),
+    getAlert: (alertId, opts) => {
+      if (String(alertId) === '') return Promise.reject(new TypeError('getAlert: alertId must not be empty'));
+      return call(
+        { method: 'GET', path: `/sharing/v1/alerts/${encodeURIComponent(String(alertId))}` },
+        (value, _raw, context) => validated(fullAlertSchema, value, context),
+        retryDefaults.search,
+        opts,
       );
-      return exportEnvelope(value);
     },
-    async close() {
-      await dispatcher.close();
+    exportPage: (request, opts) => {
+      const query = new URLSearchParams();
+      if (request.updatedAfter !== undefined) query.set('updatedAfter', request.updatedAfter);
+      if (request.cursor !== undefined) query.set(cursorParam, request.cursor);
+      const qs = query.size > 0 ? `?${query}` : '';
+      return call(
+        { method: 'GET', path: `/sharing/v1/alerts/export${qs}` },
+        (value, raw, context): ExportPage => {
+          const checked = checkExportEnvelope(value);
+          if (!checked.ok) {
+            throw new UpstreamBadResponseError(
+              `${context.method} ${context.path}: ${checked.reason}`,
+              context,
+            );
+          }
+          return { ...checked.page, bytes: raw.bytes };
+        },
+        retryDefaults.export,
+        opts,
+      );
     },
+    close: () => transport.close(),
   };
-}
-
-/**
- * The hot path: only the envelope is checked here (rows an array, nextCursor a string or null);
- * each row is validated by the connector, which sends bad ones to the DLQ instead of failing the page.
- */
-export function exportEnvelope(value: unknown): ExportPage {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new UpstreamBadResponseError('GET /sharing/v1/alerts/export answered a body that is not an object');
-  }
-  const { rows, nextCursor } = value as { rows?: unknown; nextCursor?: unknown };
-  if (!Array.isArray(rows)) {
-    throw new UpstreamBadResponseError('GET /sharing/v1/alerts/export answered a body without a rows array');
-  }
-  if (
-    nextCursor !== undefined &&
-    nextCursor !== null &&
-    (typeof nextCursor !== 'string' || nextCursor === '')
-  ) {
-    throw new UpstreamBadResponseError(
-      'GET /sharing/v1/alerts/export answered a nextCursor that is not a string or null',
-    );
-  }
-  return { rows, nextCursor: (nextCursor as string | undefined) ?? null };
 }

@@ -2,10 +2,10 @@ import {
   AbortedError,
   FraudlinkError,
   isProgrammerError,
-  type UpstreamError,
   UpstreamBadResponseError,
   UpstreamClientError,
   UpstreamConnectionError,
+  type UpstreamError,
   type UpstreamErrorDetails,
   UpstreamNotFoundError,
   UpstreamRateLimitedError,
@@ -14,7 +14,11 @@ import {
   UpstreamUnavailableError,
 } from '../errors.ts';
 
-type UpstreamErrorClass = new (message: string, details?: UpstreamErrorDetails, cause?: unknown) => UpstreamError;
+type UpstreamErrorClass = new (
+  message: string,
+  details?: UpstreamErrorDetails,
+  cause?: unknown,
+) => UpstreamError;
 
 /**
  * THE status → error table. A status is looked up exactly, then by its class (`4xx`, `5xx`); anything
@@ -52,7 +56,8 @@ export function errorForStatus(
 const timeoutCodes = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 /** TLS alerts sent by the server about our client certificate: the upstream refused our credentials. */
-const refusedClientCertificate = /^ERR_SSL_(SSLV3|TLSV1|TLSV13)_ALERT_(CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_EXPIRED|CERTIFICATE_REVOKED|CERTIFICATE_UNKNOWN|UNSUPPORTED_CERTIFICATE|ACCESS_DENIED|DECRYPT_ERROR|HANDSHAKE_FAILURE)$/;
+const refusedClientCertificate =
+  /^ERR_SSL_(SSLV3|TLSV1|TLSV13)_ALERT_(CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_EXPIRED|CERTIFICATE_REVOKED|CERTIFICATE_UNKNOWN|UNSUPPORTED_CERTIFICATE|ACCESS_DENIED|DECRYPT_ERROR|HANDSHAKE_FAILURE)$/;
 
 function codeOf(err: unknown): string | undefined {
   if (typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string') {
@@ -76,13 +81,22 @@ export function errorForTransport(
   if (isProgrammerError(err) || code === 'UND_ERR_INVALID_ARG') return err;
   const where = `${context.method} ${context.path}`;
   if (state.signal?.aborted) return new AbortedError(`${where} aborted`, { cause: state.signal.reason });
-  if (state.deadlineHit) return new UpstreamTimeoutError(`${where} did not answer before the deadline`, context, err);
+  if (state.deadlineHit)
+    return new UpstreamTimeoutError(`${where} did not answer before the deadline`, context, err);
   const reason = err instanceof Error ? err.message : String(err);
   if (code !== undefined && timeoutCodes.has(code)) {
     return new UpstreamTimeoutError(`${where} timed out (${code})`, context, err);
   }
   if (code !== undefined && refusedClientCertificate.test(code)) {
-    return new UpstreamUnauthorizedError(`${where}: the upstream refused the client certificate (${code})`, context, err);
+    return new UpstreamUnauthorizedError(
+      `${where}: the upstream refused the client certificate (${code})`,
+      context,
+      err,
+    );
   }
-  return new UpstreamConnectionError(`${where} failed: ${code ?? 'connection error'}: ${reason}`, context, err);
+  return new UpstreamConnectionError(
+    `${where} failed: ${code ?? 'connection error'}: ${reason}`,
+    context,
+    err,
+  );
 }

@@ -1,9 +1,4 @@
-export {
-  type ApiClient,
-  type ApiClientOptions,
-  type CallOptions,
-  createApiClient,
-  exportEnvelope,
-} from './client.ts';
-export type * from './schemas.ts';
-export { nameMatchCodes } from './schemas.ts';
+export { createApiClient, retryDefaults } from './client.ts';
+export { errorForStatus } from './http-errors.ts';
+export { checkExportEnvelope } from './schemas.ts';
+export type * from './types.ts';

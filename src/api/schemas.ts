@@ -58,7 +58,9 @@ export type SchemaChecks = [
  * The export envelope, checked by hand: this is the connector's hot path, and rows are NOT looked
  * into (the connector validates each row and sends bad ones to its DLQ). Returns a reason on failure.
  */
-export function checkExportEnvelope(value: unknown): { ok: true; page: ExportPage } | { ok: false; reason: string } {
+export function checkExportEnvelope(
+  value: unknown,
+): { ok: true; page: ExportPage } | { ok: false; reason: string } {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, reason: 'the body is not a JSON object' };
   }
@@ -68,5 +70,8 @@ export function checkExportEnvelope(value: unknown): { ok: true; page: ExportPag
     return { ok: false, reason: '"nextCursor" is neither a string nor null' };
   }
   // An empty string cursor could not be told apart from "no cursor" when sent back: treat it as caught up.
-  return { ok: true, page: { rows, nextCursor: nextCursor === undefined || nextCursor === '' ? null : nextCursor } };
+  return {
+    ok: true,
+    page: { rows, nextCursor: nextCursor === undefined || nextCursor === '' ? null : nextCursor },
+  };
 }

@@ -48,7 +48,11 @@ function readPem(file: string | undefined, variable: string): Buffer | undefined
 }
 
 /** Certificate material, read once: file paths are named after the variables they come from. */
-function tlsOptions(tls: TlsFiles | TlsPem | undefined): { cert?: Buffer | string; key?: Buffer | string; ca?: Buffer | string } {
+function tlsOptions(tls: TlsFiles | TlsPem | undefined): {
+  cert?: Buffer | string;
+  key?: Buffer | string;
+  ca?: Buffer | string;
+} {
   if (tls === undefined) return {};
   if ('certFile' in tls || 'keyFile' in tls || 'caFile' in tls) {
     const files = tls as TlsFiles;
