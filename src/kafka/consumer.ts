@@ -5,7 +5,7 @@ import { toKafkaError } from './errors.ts';
 import { toIncoming } from './records.ts';
 import type { GroupConsumer, GroupConsumerOptions, IncomingRecord, KafkaAdmin } from './types.ts';
 
-/** A consumer-group member; `start()` resolves once it has its first assignment. */
+/** A consumer-group member; `start()` resolves once it has its first assignment and has fetched once. */
 export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions): GroupConsumer {
   const consumer = kafka.consumer({
     groupId: options.groupId,
@@ -21,13 +21,21 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
   return {
     start() {
       started ??= (async () => {
+        // Joined and positioned: the first fetch after the join has resolved the start offsets, so a
+        // record written from then on is seen even by a member that starts at the latest offset.
         const joined = new Promise<void>((resolve) => {
+          let assigned = false;
           consumer.on(consumer.events.GROUP_JOIN, (event) => {
             const assignment = event.payload.memberAssignment as Record<string, number[]>;
             options.onAssignment?.(
               Object.entries(assignment).map(([topic, partitions]) => ({ topic, partitions })),
             );
-            resolve();
+            assigned = true;
+            // A member with nothing assigned never fetches: it is ready as it is.
+            if (Object.values(assignment).every((p) => p.length === 0)) resolve();
+          });
+          consumer.on(consumer.events.FETCH, () => {
+            if (assigned) resolve();
           });
         });
         consumer.on(consumer.events.CRASH, (event) => {
