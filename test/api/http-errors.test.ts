@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { errorForStatus, errorForTransport } from '../../src/api/http-errors.ts';
+import { excerpt } from '../../src/api/transport.ts';
+import {
+  AbortedError,
+  ErrorCodes,
+  UpstreamBadResponseError,
+  UpstreamClientError,
+  UpstreamConnectionError,
+  UpstreamNotFoundError,
+  UpstreamRateLimitedError,
+  UpstreamTimeoutError,
+  UpstreamUnauthorizedError,
+  UpstreamUnavailableError,
+} from '../../src/errors.ts';
+
+const context = { method: 'GET', path: '/sharing/v1/alerts/export' };
+
+describe('the status table', () => {
+  it.each([
+    [400, UpstreamClientError, false],
+    [401, UpstreamUnauthorizedError, false],
+    [403, UpstreamUnauthorizedError, false],
+    [404, UpstreamNotFoundError, false],
+    [409, UpstreamClientError, false],
+    [422, UpstreamClientError, false],
+    [429, UpstreamRateLimitedError, true],
+    [500, UpstreamUnavailableError, true],
+    [502, UpstreamUnavailableError, true],
+    [503, UpstreamUnavailableError, true],
+    [504, UpstreamUnavailableError, true],
+    [302, UpstreamBadResponseError, false],
+  ])('maps %i to %o (retriable: %s)', (status, ErrorClass, retriable) => {
+    const error = errorForStatus(status, context, '{"code":"X"}', undefined);
+    expect(error).toBeInstanceOf(ErrorClass);
+    expect(error).toMatchObject({ status, ...context, bodyExcerpt: '{"code":"X"}', retriable });
+    expect(error.message).toBe(`GET /sharing/v1/alerts/export answered ${status}: {"code":"X"}`);
+  });
+
+  it('carries the Retry-After hint', () => {
+    expect(errorForStatus(429, context, '', 2000).retryAfterMs).toBe(2000);
+  });
+});
+
+describe('transport failures', () => {
+  const state = { deadlineHit: false };
+  const withCode = (code: string, message = 'boom') => Object.assign(new Error(message), { code });
+
+  it.each([
+    ['UND_ERR_CONNECT_TIMEOUT', ErrorCodes.UPSTREAM_TIMEOUT],
+    ['UND_ERR_HEADERS_TIMEOUT', ErrorCodes.UPSTREAM_TIMEOUT],
+    ['UND_ERR_BODY_TIMEOUT', ErrorCodes.UPSTREAM_TIMEOUT],
+    ['UND_ERR_SOCKET', ErrorCodes.UPSTREAM_CONNECTION],
+    ['ECONNRESET', ErrorCodes.UPSTREAM_CONNECTION],
+    ['ECONNREFUSED', ErrorCodes.UPSTREAM_CONNECTION],
+    ['ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED', ErrorCodes.UPSTREAM_UNAUTHORIZED],
+    ['ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE', ErrorCodes.UPSTREAM_UNAUTHORIZED],
+  ])('maps %s to %s', (code, expected) => {
+    expect(errorForTransport(withCode(code), context, state)).toMatchObject({ code: expected, ...context });
+  });
+
+  it('reads the code of a wrapped cause', () => {
+    const wrapped = new Error('fetch failed', { cause: withCode('ECONNRESET') });
+    expect(errorForTransport(wrapped, context, state)).toBeInstanceOf(UpstreamConnectionError);
+  });
+
+  it('reports an abort by the caller as AbortedError, whatever undici threw', () => {
+    const signal = AbortSignal.abort();
+    expect(
+      errorForTransport(withCode('UND_ERR_ABORTED'), context, { signal, deadlineHit: false }),
+    ).toBeInstanceOf(AbortedError);
+  });
+
+  it('reports our own deadline timer as a timeout', () => {
+    const error = errorForTransport(withCode('UND_ERR_ABORTED'), context, { deadlineHit: true });
+    expect(error).toBeInstanceOf(UpstreamTimeoutError);
+  });
+
+  it('passes programmer errors through untouched so that they are never retried', () => {
+    const bug = new TypeError('x is not a function');
+    expect(errorForTransport(bug, context, state)).toBe(bug);
+    const badArg = withCode('UND_ERR_INVALID_ARG');
+    expect(errorForTransport(badArg, context, state)).toBe(badArg);
+  });
+});
+
+describe('body excerpts', () => {
+  it('collapse whitespace, cap the length and remove the API key', () => {
+    expect(excerpt('  a\n\n b  ', 'k3y')).toBe('a b');
+    expect(excerpt('your key k3y is bad', 'k3y')).toBe('your key [redacted] is bad');
+    expect(excerpt('x'.repeat(500), 'k')).toHaveLength(201);
+  });
+});

@@ -1,0 +1,215 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { type ApiClient, type ApiClientOptions, createApiClient } from '../../src/api/index.ts';
+import {
+  AbortedError,
+  UpstreamBadResponseError,
+  UpstreamClientError,
+  UpstreamConnectionError,
+  UpstreamRateLimitedError,
+  UpstreamTimeoutError,
+} from '../../src/errors.ts';
+import { type SeenRequest, sendJson, serve, type TestServer } from './servers.ts';
+
+// Purpose-built servers for the exact misbehaviours the client must survive.
+const cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+async function setup(
+  handler: Parameters<typeof serve>[0],
+  options: Partial<ApiClientOptions> = {},
+): Promise<{ server: TestServer; client: ApiClient }> {
+  const server = await serve(handler);
+  cleanup.push(() => server.close());
+  const client = createApiClient({
+    baseUrl: server.url,
+    apiKey: 'secret-key-123',
+    timeoutMs: 2000,
+    ...options,
+  });
+  cleanup.push(() => client.close());
+  return { server, client };
+}
+
+const fast = { initialDelayMs: 1, maxDelayMs: 5 };
+const validPage = { rows: [{ id: 'a1' }, { id: 'a2' }], nextCursor: 'c2' };
+
+describe('request shape', () => {
+  it('sends x-api-key on every call and a JSON content type with bodies', async () => {
+    const { server, client } = await setup((_req, res, _n, seen) =>
+      seen.url.includes('verify')
+        ? sendJson(res, 200, { partyNameMatch: 'MTCH' })
+        : sendJson(res, 200, { rows: [], nextCursor: null }),
+    );
+    await client.exportPage({});
+    await client.verify({ iban: 'DE89370400440532013000', party: { name: 'Jane Doe' } });
+    const [get, post] = server.requests as [SeenRequest, SeenRequest];
+    expect(get.headers['x-api-key']).toBe('secret-key-123');
+    expect(get.headers['content-type']).toBeUndefined();
+    expect(post.headers['x-api-key']).toBe('secret-key-123');
+    expect(post.headers['content-type']).toBe('application/json');
+    expect(JSON.parse(post.body)).toEqual({ iban: 'DE89370400440532013000', party: { name: 'Jane Doe' } });
+  });
+
+  it('keeps the path of the base URL in front of the endpoint paths', async () => {
+    const server = await serve((_req, res) => sendJson(res, 200, { rows: [], nextCursor: null }));
+    cleanup.push(() => server.close());
+    const client = createApiClient({ baseUrl: `${server.url}/api/`, apiKey: 'k', timeoutMs: 2000 });
+    cleanup.push(() => client.close());
+    await client.exportPage({ updatedAfter: '2026-01-01T00:00:00.000Z', cursor: 'a b&c' });
+    expect(server.requests[0]?.url).toBe(
+      '/api/sharing/v1/alerts/export?updatedAfter=2026-01-01T00%3A00%3A00.000Z&cursor=a+b%26c',
+    );
+  });
+});
+
+describe('bodies', () => {
+  it('returns rows raw, malformed ones included, so that the caller can reject them one by one', async () => {
+    const rows = [
+      { id: 'a1', iban: 'DE89370400440532013000' },
+      'not an object',
+      null,
+      { id: 7, isActive: 'yes' },
+    ];
+    const { client } = await setup((_req, res) => sendJson(res, 200, { rows, nextCursor: null, extra: 1 }));
+    const page = await client.exportPage({});
+    expect(page.rows).toEqual(rows);
+    expect(page.nextCursor).toBeNull();
+  });
+
+  it('treats a missing nextCursor as caught up', async () => {
+    const { client } = await setup((_req, res) => sendJson(res, 200, { rows: [] }));
+    expect((await client.exportPage({})).nextCursor).toBeNull();
+  });
+
+  it('rejects a 200 whose body is not JSON with a bad-response error and does not retry it', async () => {
+    const { server, client } = await setup((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<html>maintenance</html>');
+    });
+    const error = await client.exportPage({}, { retry: fast }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UpstreamBadResponseError);
+    expect((error as UpstreamBadResponseError).bodyExcerpt).toBe('<html>maintenance</html>');
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it.each([
+    ['an array', []],
+    ['no rows', { nextCursor: null }],
+    ['rows that are not an array', { rows: {}, nextCursor: null }],
+    ['a numeric cursor', { rows: [], nextCursor: 42 }],
+  ])('rejects an export envelope with %s', async (_what, body) => {
+    const { client } = await setup((_req, res) => sendJson(res, 200, body));
+    await expect(client.exportPage({})).rejects.toBeInstanceOf(UpstreamBadResponseError);
+  });
+
+  it('rejects a verify answer with an unknown match code, naming the field', async () => {
+    const { client } = await setup((_req, res) => sendJson(res, 200, { partyNameMatch: 'MAYBE' }));
+    const error = await client.verify({ iban: 'x', party: { name: 'y' } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UpstreamBadResponseError);
+    expect((error as Error).message).toContain('partyNameMatch');
+  });
+
+  it('ignores unknown fields and a null matchedName in a verify answer', async () => {
+    const { client } = await setup((_req, res) =>
+      sendJson(res, 200, { partyNameMatch: 'NMTC', matchedName: null, traceId: 'x' }),
+    );
+    expect(await client.verify({ iban: 'x', party: { name: 'y' } })).toEqual({ partyNameMatch: 'NMTC' });
+  });
+
+  it('rejects a search answer without the alerts list', async () => {
+    const { client } = await setup((_req, res) =>
+      sendJson(res, 200, { page: 1, totalPages: 1, totalAlerts: 0 }),
+    );
+    const error = await client.searchReceived({}).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UpstreamBadResponseError);
+    expect((error as Error).message).toContain('alerts');
+  });
+
+  it('retries a 200 cut short of its Content-Length and returns only the complete page', async () => {
+    const { server, client } = await setup((req, res, attempt) => {
+      const body = JSON.stringify(validPage);
+      if (attempt > 0) return sendJson(res, 200, validPage);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
+      res.write(body.slice(0, 10));
+      setImmediate(() => req.socket.destroy());
+    });
+    const page = await client.exportPage({}, { retry: fast });
+    expect(page).toEqual({ ...validPage, bytes: JSON.stringify(validPage).length });
+    expect(server.requests).toHaveLength(2);
+  });
+});
+
+describe('errors', () => {
+  it('never puts the API key in an error, even when the server echoes it', async () => {
+    const { client } = await setup((req, res) =>
+      sendJson(res, 400, { code: 'BAD', message: `key ${req.headers['x-api-key']} is not allowed here` }),
+    );
+    const error = (await client.searchSent({}).catch((e: unknown) => e)) as UpstreamClientError;
+    expect(error).toBeInstanceOf(UpstreamClientError);
+    expect(error.message).not.toContain('secret-key-123');
+    expect(error.bodyExcerpt).toContain('[redacted]');
+  });
+
+  it('keeps only a short excerpt of a large error body', async () => {
+    const { client } = await setup((_req, res) => {
+      res.writeHead(502, { 'content-type': 'text/plain' });
+      res.end('x'.repeat(1_000_000));
+    });
+    const error = (await client.getAlert('1', { retry: false }).catch((e: unknown) => e)) as Error & {
+      bodyExcerpt: string;
+    };
+    expect(error.bodyExcerpt.length).toBeLessThanOrEqual(201);
+  });
+
+  it('reads an HTTP-date Retry-After into retryAfterMs', async () => {
+    const { client } = await setup((_req, res) =>
+      sendJson(
+        res,
+        429,
+        { code: 'RATE_LIMITED' },
+        { 'retry-after': new Date(Date.now() + 60_000).toUTCString() },
+      ),
+    );
+    const error = (await client
+      .exportPage({}, { retry: false })
+      .catch((e: unknown) => e)) as UpstreamRateLimitedError;
+    expect(error).toBeInstanceOf(UpstreamRateLimitedError);
+    expect(error.retryAfterMs).toBeGreaterThan(50_000);
+    expect(error.retryAfterMs).toBeLessThanOrEqual(60_000);
+  });
+
+  it('maps a refused connection to a retriable connection error', async () => {
+    const server = await serve(() => {});
+    const url = server.url;
+    await server.close();
+    const client = createApiClient({ baseUrl: url, apiKey: 'k', timeoutMs: 2000 });
+    cleanup.push(() => client.close());
+    const error = await client.exportPage({}, { retry: false }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UpstreamConnectionError);
+    expect((error as Error).message).toContain('ECONNREFUSED');
+    expect((error as UpstreamConnectionError).retriable).toBe(true);
+  });
+
+  it('times out a body that stops arriving', async () => {
+    const { client } = await setup(
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"rows":[');
+      },
+      { timeoutMs: 200 },
+    );
+    const error = await client.exportPage({}, { retry: false }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UpstreamTimeoutError);
+    expect((error as Error).message).toContain('UND_ERR_BODY_TIMEOUT');
+  });
+
+  it('aborts a request in flight when the signal fires', async () => {
+    const controller = new AbortController();
+    const { server, client } = await setup(() => controller.abort());
+    const error = await client.exportPage({}, { signal: controller.signal }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AbortedError);
+    expect(server.requests).toHaveLength(1);
+  });
+});
