@@ -41,7 +41,7 @@ describe('retries', () => {
     expect(statuses()).toEqual([429, 200]);
     expect(retries).toHaveLength(1);
     expect(retries[0]?.error).toBeInstanceOf(UpstreamRateLimitedError);
-    expect((retries[0]?.error as UpstreamRateLimitedError).retryAfterMs).toBe(1000);
+    expect((retries[0]!.error as UpstreamRateLimitedError).retryAfterMs).toBe(1000);
     // The hint is a floor that jitter never shortens.
     expect(retries[0]!.delayMs).toBeGreaterThanOrEqual(1000);
   });
