@@ -1,6 +1,35 @@
 import type { Command } from 'commander';
+import { loadVerifierConfig } from '../../config/index.ts';
+import { createLogger } from '../../logger.ts';
+import { startVerifier } from '../../verifier/index.ts';
 import type { CliContext } from '../context.ts';
+import { untilSignal } from '../options.ts';
 
-export function registerVerifierCommand(program: Command, _ctx: CliContext): void {
-  program.command('verifier').description('(not built yet)');
+export function registerVerifierCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('verifier')
+    .description('serve Verification of Payee requests from Kafka: exactly one reply per request')
+    .option(
+      '--instance-id <id>',
+      'stable id of this instance (transactional id suffix); default: the host name',
+    )
+    .addHelpText(
+      'after',
+      '\nConfigured by environment variables (see README). Exit codes: 0 stopped, 1 failure, 2 configuration, 4 fenced.',
+    )
+    .action(async (opts: { instanceId?: string }) => {
+      const config = loadVerifierConfig(ctx.env);
+      const logger = createLogger({ level: config.logLevel });
+      const running = await startVerifier(config, logger, opts.instanceId);
+      const outcome = await Promise.race([
+        untilSignal().then(() => 'signal' as const),
+        running.done.then(() => 'done' as const),
+      ]);
+      if (outcome === 'signal') {
+        logger.info('stopping: draining in-flight verifications');
+        await running.stop();
+      }
+      await running.done;
+      logger.info('verifier stopped');
+    });
 }

@@ -1,0 +1,158 @@
+import { randomUUID } from 'node:crypto';
+import type { KafkaConfig, RegistryConfig } from '../config/index.ts';
+import { TimeoutError } from '../errors.ts';
+import {
+  createKafkaClient,
+  createSchemaRegistry,
+  type Encoder,
+  type GroupConsumer,
+  type Producer,
+} from '../kafka/index.ts';
+import { type Logger, silentLogger } from '../logger.ts';
+import { loadSchema, SchemaNames } from '../schemas.ts';
+import type { VerificationResult } from './reply.ts';
+import type { VerificationRequest } from './request.ts';
+
+export interface VerificationClientConfig {
+  kafka: KafkaConfig;
+  registry: RegistryConfig;
+  requestsTopic?: string;
+  /** Where this client reads replies; it must match the verifier's VERIFY_REPLY_TOPICS allow-list. */
+  replyTopic?: string;
+  /** Request encoding: Avro through the registry (default) or JSON. */
+  format?: 'avro' | 'json';
+  logger?: Logger;
+}
+
+export interface VerificationClient {
+  verify(
+    request: { iban: string; partyName: string },
+    options?: { timeoutMs?: number },
+  ): Promise<VerificationResult>;
+  /** Replies that arrived after their request timed out, or twice. */
+  readonly stats: { late: number; duplicate: number; pending: number };
+  close(): Promise<void>;
+}
+
+interface Pending {
+  resolve(result: VerificationResult): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * The requester side, for payment systems: `verify()` sends a request with a fresh correlation id and
+ * resolves with its reply. The client reads its reply topic with its own consumer (read_committed)
+ * and sends nothing before that consumer is assigned, so no early reply is missed.
+ */
+export async function createVerificationClient(
+  config: VerificationClientConfig,
+): Promise<VerificationClient> {
+  const requestsTopic = config.requestsTopic ?? 'vop.verification.requests.v1';
+  const replyTopic = config.replyTopic ?? 'vop.verification.replies.v1';
+  const format = config.format ?? 'avro';
+  const logger = config.logger ?? silentLogger();
+  const kafka = createKafkaClient({ config: config.kafka, logger });
+  const registry = createSchemaRegistry(config.registry);
+  const pending = new Map<string, Pending>();
+  const answered = new Set<string>();
+  const stats = { late: 0, duplicate: 0, pending: 0 };
+  const encoder: Encoder<VerificationRequest> | undefined =
+    format === 'avro'
+      ? await registry.encoder<VerificationRequest>(
+          requestsTopic,
+          loadSchema(SchemaNames.VerificationRequest),
+        )
+      : undefined;
+
+  const consumer: GroupConsumer = kafka.groupConsumer({
+    groupId: `fraudlink-requester-${randomUUID()}`,
+    topics: [replyTopic],
+    isolation: 'read_committed',
+    fromBeginning: false,
+    autoCommit: false,
+    eachBatch: async (batch) => {
+      for (const record of batch.records) {
+        const correlation = record.headers.kafka_correlationId?.toString('utf8');
+        if (correlation === undefined) continue;
+        const waiting = pending.get(correlation);
+        if (!waiting) {
+          if (answered.has(correlation)) stats.duplicate++;
+          else if (correlation.startsWith(clientTag)) stats.late++;
+          continue;
+        }
+        try {
+          const json = record.headers['content-type']?.toString().startsWith('application/json');
+          const result = json
+            ? (JSON.parse(record.value?.toString('utf8') ?? 'null') as VerificationResult)
+            : ((await registry.decode(record.value)).value as unknown as VerificationResult);
+          pending.delete(correlation);
+          answered.add(correlation);
+          clearTimeout(waiting.timer);
+          waiting.resolve(result);
+        } catch (err) {
+          logger.warn({ err, offset: record.offset }, 'unreadable reply');
+        }
+      }
+    },
+  });
+  // Correlation ids of this instance share a prefix, so replies to other clients are not counted as late.
+  const clientTag = `${randomUUID().slice(0, 8)}-`;
+  await consumer.start();
+  const producer: Producer = await kafka.producer();
+
+  return {
+    get stats() {
+      return { ...stats, pending: pending.size };
+    },
+    async verify(request, options = {}) {
+      const timeoutMs = options.timeoutMs ?? 5000;
+      const requestId = randomUUID();
+      const correlation = `${clientTag}${requestId}`;
+      const now = Date.now();
+      const value: VerificationRequest = {
+        requestId,
+        iban: request.iban,
+        partyName: request.partyName,
+        requestedAt: now,
+      };
+      const headers: Record<string, string> = {
+        kafka_correlationId: correlation,
+        kafka_replyTopic: replyTopic,
+        'vop-deadline': String(now + timeoutMs),
+      };
+      if (format === 'json') headers['content-type'] = 'application/json';
+      const reply = new Promise<VerificationResult>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          pending.delete(correlation);
+          reject(new TimeoutError(`no reply to request ${requestId} within ${timeoutMs} ms`));
+        }, timeoutMs);
+        pending.set(correlation, { resolve, reject, timer });
+      });
+      try {
+        await producer.send([
+          {
+            topic: requestsTopic,
+            key: requestId,
+            value: encoder ? encoder.encode(value) : Buffer.from(JSON.stringify(value)),
+            headers,
+          },
+        ]);
+      } catch (err) {
+        const waiting = pending.get(correlation);
+        if (waiting) clearTimeout(waiting.timer);
+        pending.delete(correlation);
+        throw err;
+      }
+      return reply;
+    },
+    async close() {
+      for (const [id, p] of pending) {
+        clearTimeout(p.timer);
+        p.reject(new TimeoutError('client closed before the reply arrived'));
+        pending.delete(id);
+      }
+      await Promise.allSettled([consumer.close(), producer.close()]);
+    },
+  };
+}

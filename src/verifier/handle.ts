@@ -1,0 +1,175 @@
+import type { ApiClient } from '../api/index.ts';
+import type { VerifierConfig } from '../config/index.ts';
+import { DecodeError, FraudlinkError } from '../errors.ts';
+import type { Encoder, IncomingRecord, OutgoingRecord, SchemaRegistryClient } from '../kafka/index.ts';
+import { type Logger, maskIban } from '../logger.ts';
+import { SchemaNames } from '../schemas.ts';
+import type { VerifierMetrics } from './metrics.ts';
+import { completed, failed, toJson, type VerificationResult } from './reply.ts';
+import {
+  correlationIdOf,
+  deadlineOf,
+  formatOf,
+  parseJsonRequest,
+  RequestErrorCodes,
+  replyRouteOf,
+  type Validated,
+  validateRequest,
+} from './request.ts';
+
+export interface HandlerDeps {
+  config: VerifierConfig['verifier'];
+  api: Pick<ApiClient, 'verify'>;
+  registry: SchemaRegistryClient;
+  /** The reply encoder of a topic (registered on first use). */
+  replyEncoder(topic: string): Promise<Encoder<VerificationResult>>;
+  /** Whether a requester's reply topic exists; replies to a missing one go to the default topic. */
+  topicExists(topic: string): Promise<boolean>;
+  metrics: VerifierMetrics;
+  logger: Logger;
+  now?: () => number;
+}
+
+type Parsed = Validated | { ok: false; code: string; message: string; unreadable: true };
+
+async function parse(record: IncomingRecord, deps: HandlerDeps): Promise<Parsed> {
+  if (record.value === null || record.value.length === 0) {
+    return { ok: false, code: RequestErrorCodes.UNREADABLE, message: 'value is empty', unreadable: true };
+  }
+  if (formatOf(record.headers) === 'json') return parseJsonRequest(record.value);
+  try {
+    const decoded = await deps.registry.decode(record.value);
+    if (decoded.name !== SchemaNames.VerificationRequest) {
+      return {
+        ok: false,
+        code: RequestErrorCodes.UNREADABLE,
+        message: `value is a ${decoded.name}, not a VerificationRequest`,
+        unreadable: true,
+      };
+    }
+    return validateRequest(decoded.value);
+  } catch (err) {
+    if (err instanceof DecodeError)
+      return { ok: false, code: RequestErrorCodes.UNREADABLE, message: err.message, unreadable: true };
+    throw err;
+  }
+}
+
+/** Turns one request record into the records that answer it: exactly one reply, and a DLQ copy when unreadable. */
+export async function handleRequest(record: IncomingRecord, deps: HandlerDeps): Promise<OutgoingRecord[]> {
+  const now = deps.now ?? Date.now;
+  const { config, metrics, logger } = deps;
+  const key = record.key?.toString('utf8') || null;
+  const format = formatOf(record.headers);
+  const parsed = await parse(record, deps);
+  const out: OutgoingRecord[] = [];
+  let result: VerificationResult | undefined;
+  let requestId = key;
+
+  if (!parsed.ok) {
+    if ('unreadable' in parsed) {
+      metrics.dlq.inc({ code: parsed.code });
+      out.push({
+        topic: config.dlqTopic,
+        key: record.key,
+        value: record.value,
+        headers: {
+          'error-code': parsed.code,
+          'error-message': parsed.message,
+          'source-topic': record.topic,
+          'source-partition': String(record.partition),
+          'source-offset': record.offset,
+        },
+      });
+    }
+    if (requestId !== null)
+      result = failed(requestId, 'INVALID_REQUEST', { code: parsed.code, message: parsed.message }, now());
+    else
+      logger.warn(
+        { code: parsed.code, partition: record.partition, offset: record.offset },
+        'request without an id: no reply possible',
+      );
+  } else {
+    const request = parsed.request;
+    requestId = key ?? request.requestId;
+    const deadline = deadlineOf(
+      record.headers,
+      request.requestedAt || record.timestamp,
+      config.defaultDeadlineMs,
+    );
+    if (now() >= deadline) {
+      result = failed(
+        requestId,
+        'EXPIRED',
+        { code: 'DEADLINE_PASSED', message: 'the deadline passed before the request was read' },
+        now(),
+      );
+    } else {
+      const started = performance.now();
+      metrics.inFlight.inc();
+      try {
+        const answer = await deps.api.verify(
+          { iban: request.iban, party: { name: request.partyName } },
+          {
+            deadline,
+            signal: AbortSignal.timeout(Math.max(1, deadline - now())),
+            retry: { retries: Number.POSITIVE_INFINITY, initialDelayMs: 50, maxDelayMs: 1000 },
+          },
+        );
+        const latency = performance.now() - started;
+        metrics.upstreamLatency.observe(latency / 1000);
+        result = completed(requestId, answer, now(), Math.round(latency));
+      } catch (err) {
+        const latency = Math.round(performance.now() - started);
+        const code =
+          err instanceof FraudlinkError
+            ? err.code
+            : (err as Error).name === 'TimeoutError'
+              ? 'UPSTREAM_TIMEOUT'
+              : 'UPSTREAM_FAILED';
+        if (code === 'UPSTREAM_UNAUTHORIZED') logger.error({ err }, 'the upstream refused the API key');
+        result = failed(requestId, 'FAILED', { code, message: (err as Error).message }, now(), latency);
+      } finally {
+        metrics.inFlight.dec();
+      }
+      logger.debug({ requestId, iban: maskIban(request.iban), outcome: result.outcome }, 'verified');
+    }
+  }
+
+  if (result && requestId !== null) {
+    metrics.requests.inc({ outcome: result.outcome, match: result.nameMatch ?? 'none' });
+    const route = replyRouteOf(record.headers, config.repliesTopic, config.replyTopicsAllowed);
+    if (route.refusedTopic !== undefined) {
+      metrics.refusedReplyTopics.inc();
+      logger.warn(
+        { requestId, refused: route.refusedTopic },
+        'kafka_replyTopic refused by VERIFY_REPLY_TOPICS; replying on the default topic',
+      );
+    } else if (route.topic !== config.repliesTopic && !(await deps.topicExists(route.topic))) {
+      logger.warn(
+        { requestId, topic: route.topic },
+        'reply topic does not exist; replying on the default topic',
+      );
+      route.topic = config.repliesTopic;
+      delete route.partition;
+    }
+    const headers: Record<string, Buffer | string> = {};
+    const correlation = correlationIdOf(record.headers, requestId);
+    if (correlation) headers.kafka_correlationId = correlation;
+    let value: Buffer;
+    if (format === 'json') {
+      headers['content-type'] = 'application/json';
+      value = toJson(result);
+    } else {
+      value = (await deps.replyEncoder(route.topic)).encode(result);
+    }
+    out.push({
+      topic: route.topic,
+      key: requestId,
+      value,
+      headers,
+      ...(route.partition !== undefined && { partition: route.partition }),
+    });
+  }
+  return out;
+}

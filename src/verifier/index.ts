@@ -1,0 +1,108 @@
+import { hostname } from 'node:os';
+import { Registry } from 'prom-client';
+import { createApiClient } from '../api/index.ts';
+import type { VerifierConfig } from '../config/index.ts';
+import { createKafkaClient, createSchemaRegistry, type Encoder } from '../kafka/index.ts';
+import type { Logger } from '../logger.ts';
+import { createOpsServer } from '../observability/http-server.ts';
+import { loadSchema, SchemaNames } from '../schemas.ts';
+import { createVerifierMetrics } from './metrics.ts';
+import type { VerificationResult } from './reply.ts';
+import { createVerifier } from './verifier.ts';
+
+export {
+  createVerificationClient,
+  type VerificationClient,
+  type VerificationClientConfig,
+} from './client.ts';
+export type { VerificationResult } from './reply.ts';
+
+export interface RunningVerifier {
+  done: Promise<void>;
+  opsUrl: string;
+  stop(): Promise<void>;
+}
+
+/** Wires the verifier: topics, schemas, API client, Kafka consumer + transactional producer, ops endpoints. */
+export async function startVerifier(
+  config: VerifierConfig,
+  logger: Logger,
+  instanceId = hostname(),
+): Promise<RunningVerifier> {
+  const log = logger.child({ component: 'verifier' });
+  const v = config.verifier;
+  const kafka = createKafkaClient({ config: config.kafka, logger });
+  const admin = await kafka.admin();
+  await admin.provisionTopics([
+    { topic: v.requestsTopic, partitions: v.partitions, replicationFactor: v.replicationFactor, configs: {} },
+    { topic: v.repliesTopic, partitions: v.partitions, replicationFactor: v.replicationFactor, configs: {} },
+    { topic: v.dlqTopic, partitions: 1, replicationFactor: v.replicationFactor, configs: {} },
+  ]);
+  const registry = createSchemaRegistry(config.registry);
+  await registry.encoder(v.requestsTopic, loadSchema(SchemaNames.VerificationRequest));
+  const encoders = new Map<string, Promise<Encoder<VerificationResult>>>();
+  const replyEncoder = (topic: string) => {
+    let encoder = encoders.get(topic);
+    if (!encoder) {
+      encoder = registry.encoder<VerificationResult>(topic, loadSchema(SchemaNames.VerificationResult));
+      encoder.catch(() => encoders.delete(topic));
+      encoders.set(topic, encoder);
+    }
+    return encoder;
+  };
+  await replyEncoder(v.repliesTopic);
+  const known = new Map<string, boolean>();
+  const topicExists = async (topic: string) => {
+    const cached = known.get(topic);
+    if (cached !== undefined) return cached;
+    const exists = await admin.topicOffsets(topic).then(
+      (o) => o.length > 0,
+      () => false,
+    );
+    known.set(topic, exists);
+    return exists;
+  };
+  const api = createApiClient({
+    baseUrl: config.api.baseUrl,
+    apiKey: config.api.key,
+    timeoutMs: config.api.timeoutMs,
+    logger: log,
+    ...(config.api.tls && { tls: config.api.tls }),
+  });
+  const metricsRegistry = new Registry();
+  const metrics = createVerifierMetrics(metricsRegistry);
+  const verifier = createVerifier({
+    config: v,
+    api,
+    registry,
+    replyEncoder,
+    topicExists,
+    metrics,
+    logger: log,
+    kafka,
+    transactionalId: `${v.groupId}.verifier.${instanceId}`,
+  });
+  const ops = createOpsServer({
+    host: config.http.host,
+    port: config.http.port,
+    registry: metricsRegistry,
+    healthy: () => true,
+    ready: () => verifier.ready(),
+    logger: log,
+  });
+  const { url } = await ops.start();
+  await verifier.start();
+  const done = verifier.done.finally(async () => {
+    await ops.stop();
+    await api.close();
+    await admin.close();
+  });
+  return {
+    done,
+    opsUrl: url,
+    async stop() {
+      await verifier.stop();
+      await done.catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,158 @@
+import type { KafkaClient, OutgoingRecord, TransactionalProducer } from '../kafka/index.ts';
+import type { Logger } from '../logger.ts';
+import { type HandlerDeps, handleRequest } from './handle.ts';
+import { PartitionProgress } from './progress.ts';
+
+export interface VerifierDeps extends HandlerDeps {
+  kafka: KafkaClient;
+  /** Stable per instance, so a restarted instance fences its former self and settles its open transaction. */
+  transactionalId: string;
+  logger: Logger;
+}
+
+export interface Verifier {
+  start(): Promise<void>;
+  /** Stops reading, lets in-flight requests finish and commits their replies. */
+  stop(): Promise<void>;
+  /** Rejects when the verifier fails (e.g. fenced); resolves after stop(). */
+  readonly done: Promise<void>;
+  ready(): { ready: boolean; reason?: string };
+}
+
+/** A counting semaphore: bounds the requests in flight (VERIFY_CONCURRENCY). */
+class Slots {
+  #free: number;
+  #waiting: (() => void)[] = [];
+  constructor(size: number) {
+    this.#free = size;
+  }
+  async acquire(): Promise<void> {
+    if (this.#free > 0) {
+      this.#free--;
+      return;
+    }
+    await new Promise<void>((resolve) => this.#waiting.push(resolve));
+  }
+  release(): void {
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#free++;
+  }
+}
+
+/**
+ * Consumes requests, verifies many at once, and commits replies together with the consumed offsets
+ * in one transaction. Transactions are group commits: whatever finished while the previous one was
+ * committing goes into the next, so throughput grows with load and latency stays low when idle.
+ */
+export function createVerifier(deps: VerifierDeps): Verifier {
+  const { config, logger } = deps;
+  const progress = new PartitionProgress<OutgoingRecord>();
+  const slots = new Slots(config.concurrency);
+  let producer: TransactionalProducer | undefined;
+  let committing: Promise<void> | undefined;
+  let again = false;
+  let stopping = false;
+  let joined = false;
+  const inFlight = new Set<Promise<void>>();
+  let fail!: (err: unknown) => void;
+  let finish!: () => void;
+  const done = new Promise<void>((resolve, reject) => {
+    fail = reject;
+    finish = resolve;
+  });
+  done.catch(() => {});
+
+  const flush = async (): Promise<void> => {
+    do {
+      again = false;
+      const { records, offsets } = progress.takeCommittable();
+      if (offsets.length === 0) continue;
+      const started = performance.now();
+      await producer?.transaction(records, { consumerOffsets: { groupId: config.groupId, offsets } });
+      deps.metrics.commitSeconds.observe((performance.now() - started) / 1000);
+    } while (again);
+  };
+
+  const scheduleCommit = () => {
+    if (committing) {
+      again = true;
+      return;
+    }
+    committing = flush()
+      .catch((err: unknown) => {
+        logger.error({ err }, 'committing replies failed; stopping');
+        fail(err);
+      })
+      .finally(() => {
+        committing = undefined;
+        if (again) scheduleCommit();
+      });
+  };
+
+  const consumer = deps.kafka.groupConsumer({
+    groupId: config.groupId,
+    topics: [config.requestsTopic],
+    isolation: 'read_committed',
+    fromBeginning: true,
+    autoCommit: false,
+    partitionsConsumedConcurrently: Math.max(1, config.partitions),
+    onAssignment(assigned) {
+      const owned = new Set(assigned.flatMap((a) => a.partitions.map((p) => `${a.topic}/${p}`)));
+      progress.retain((topic, partition) => owned.has(`${topic}/${partition}`));
+      joined = true;
+    },
+    onCrash: (err) => fail(err),
+    eachBatch: async (batch) => {
+      for (const record of batch.records) {
+        if (stopping || !batch.isRunning() || batch.isStale()) return;
+        await slots.acquire();
+        progress.dispatch(record.topic, record.partition, record.offset);
+        const work = handleRequest(record, deps)
+          .then((records) => {
+            try {
+              progress.complete(record.topic, record.partition, record.offset, records);
+            } catch {
+              // The partition was reassigned meanwhile: its new owner answers this request.
+              return;
+            }
+            scheduleCommit();
+          })
+          .catch((err: unknown) => {
+            logger.error({ err, offset: record.offset }, 'handling a request failed; stopping');
+            fail(err);
+          })
+          .finally(() => {
+            slots.release();
+            inFlight.delete(work);
+          });
+        inFlight.add(work);
+      }
+    },
+  });
+
+  return {
+    done,
+    async start() {
+      producer = await deps.kafka.transactionalProducer({
+        transactionalId: deps.transactionalId,
+        transactionTimeoutMs: 15_000,
+      });
+      await consumer.start();
+      logger.info({ requestsTopic: config.requestsTopic, groupId: config.groupId }, 'verifier started');
+    },
+    async stop() {
+      stopping = true;
+      await Promise.allSettled([...inFlight]);
+      scheduleCommit();
+      await committing;
+      await consumer.close().catch(() => {});
+      await producer?.close().catch(() => {});
+      finish();
+    },
+    ready: () =>
+      joined && !stopping
+        ? { ready: true }
+        : { ready: false, reason: stopping ? 'stopping' : 'joining group' },
+  };
+}
