@@ -302,6 +302,13 @@ export const ExitCodes = {
   USAGE: 2,
   UNAUTHORIZED: 3,
   FENCED: 4,
+  // Only `fraudlink api`, a one-shot command, uses these (long-running commands keep 0-4):
+  /** The upstream refused the request itself (400, 404, other 4xx). */
+  UPSTREAM_REJECTED: 5,
+  /** The upstream stayed unavailable through the retries (5xx, 429, timeout, connection). */
+  UPSTREAM_UNAVAILABLE: 6,
+  /** The upstream answered 2xx with a body that is not the expected JSON. */
+  UPSTREAM_BAD_RESPONSE: 7,
 } as const;
 
 export function exitCodeFor(err: unknown): number {

@@ -74,6 +74,8 @@ export interface ReplayConfig extends CommonConfig {
 
 export interface ApiOnlyConfig extends CommonConfig {
   api: ApiConfig;
+  /** EXPORT_CURSOR_PARAM, for `fraudlink api export`. */
+  cursorParam: string;
 }
 
 /** Parses `env` against `shape`; every problem is reported at once, by variable name, without values. */
@@ -250,5 +252,9 @@ export function loadReplayConfig(env: Env): ReplayConfig {
 }
 
 export function loadApiConfig(env: Env): ApiOnlyConfig {
-  return load(env, { ...apiEnv, ...commonEnv }, (e) => ({ ...common(e), api: apiOf(e) }));
+  return load(
+    env,
+    { ...apiEnv, EXPORT_CURSOR_PARAM: connectorEnv.EXPORT_CURSOR_PARAM, ...commonEnv },
+    (e) => ({ ...common(e), api: apiOf(e), cursorParam: e.EXPORT_CURSOR_PARAM }),
+  );
 }
