@@ -13,8 +13,10 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
     maxBytes: 64 * 1024 * 1024,
     maxBytesPerPartition: 8 * 1024 * 1024,
     maxWaitTimeInMs: 100,
-    sessionTimeout: 30_000,
-    heartbeatInterval: 3000,
+    // A member that died without leaving holds its partitions until the session times out: keep
+    // that short so a restarted instance takes over within seconds.
+    sessionTimeout: 10_000,
+    heartbeatInterval: 1000,
     retry: { initialRetryTime: 100, retries: 10 },
   });
   let started: Promise<void> | undefined;

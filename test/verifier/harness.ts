@@ -1,0 +1,76 @@
+import { onTestFinished } from 'vitest';
+import { loadVerifierConfig } from '../../src/config/index.ts';
+import type { IncomingRecord } from '../../src/kafka/index.ts';
+import { createSandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
+import { createVerificationClient } from '../../src/verifier/index.ts';
+import { runCli } from '../helpers/cli.ts';
+import { testClients } from '../helpers/kafka.ts';
+import { stackEnv, uniqueName } from '../helpers/stack.ts';
+
+/** A sandbox, unique topics and group, and the environment of a verifier pointed at them. */
+export async function verifierHarness(sandboxOptions: SandboxOptions = {}) {
+  const sandbox = createSandbox({ port: 0, alerts: 50, changesPerSec: 0, rateLimit: 0, ...sandboxOptions });
+  const { url } = await sandbox.start();
+  onTestFinished(() => sandbox.stop());
+  const prefix = uniqueName('vop').replace(/\./g, '-');
+  const env = {
+    ...stackEnv(),
+    API_BASE_URL: url,
+    API_KEY: 'sandbox-key',
+    VERIFY_REQUESTS_TOPIC: `${prefix}.requests`,
+    VERIFY_REPLIES_TOPIC: `${prefix}.replies.default`,
+    VERIFY_DLQ_TOPIC: `${prefix}.dlq`,
+    VERIFY_GROUP_ID: `${prefix}-group`,
+    VERIFY_REPLY_TOPICS: `^${prefix}\\.replies\\..*`,
+    VERIFY_TOPIC_PARTITIONS: '3',
+    VERIFY_DEFAULT_DEADLINE_MS: '5000',
+    HTTP_PORT: '0',
+    HTTP_HOST: '127.0.0.1',
+  };
+  const config = loadVerifierConfig(env);
+  const { kafka, registry } = testClients();
+  const admin = await kafka.admin();
+  await admin.provisionTopics(
+    [
+      config.verifier.requestsTopic,
+      config.verifier.repliesTopic,
+      config.verifier.dlqTopic,
+      `${prefix}.replies.custom`,
+    ].map((topic) => ({ topic, partitions: 3, replicationFactor: 1, configs: {} })),
+  );
+  onTestFinished(async () => {
+    await admin
+      .deleteTopics([
+        config.verifier.requestsTopic,
+        config.verifier.repliesTopic,
+        config.verifier.dlqTopic,
+        `${prefix}.replies.custom`,
+      ])
+      .catch(() => {});
+    await admin.close();
+  });
+  const start = (instance = 'one') => runCli(['verifier', '--instance-id', instance], env);
+  return {
+    sandbox,
+    env,
+    config,
+    kafka,
+    registry,
+    prefix,
+    customReplyTopic: `${prefix}.replies.custom`,
+    start,
+    async client(format: 'avro' | 'json' = 'avro', replyTopic = config.verifier.repliesTopic) {
+      const client = await createVerificationClient({
+        kafka: config.kafka,
+        registry: config.registry,
+        requestsTopic: config.verifier.requestsTopic,
+        replyTopic,
+        format,
+      });
+      onTestFinished(() => client.close());
+      return client;
+    },
+  };
+}
+
+export const header = (r: IncomingRecord, name: string) => r.headers[name]?.toString();

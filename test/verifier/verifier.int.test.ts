@@ -1,0 +1,220 @@
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { TimeoutError } from '../../src/errors.ts';
+import { collect } from '../helpers/kafka.ts';
+import { header, verifierHarness } from './harness.ts';
+
+const IBAN = 'DE89370400440532013000';
+const ready = (l: Record<string, unknown>) => l.msg === 'verifier started';
+
+describe('verifier against the sandbox, a real broker and a real registry', () => {
+  it('answers every outcome through the requester client: MTCH, CMTC, NMTC, NOAP, INVALID_REQUEST', async () => {
+    const h = await verifierHarness();
+    const verifier = h.start();
+    await verifier.logLine(ready);
+    const client = await h.client();
+    const holder = h.sandbox.holderName(IBAN);
+    const near = `${holder.slice(0, -1)}x`;
+    const [mtch, cmtc, nmtc, noap, badIban, emptyName] = await Promise.all([
+      client.verify({ iban: IBAN, partyName: holder }),
+      client.verify({ iban: IBAN, partyName: near }),
+      client.verify({ iban: IBAN, partyName: 'Nobody At All' }),
+      client.verify({ iban: 'GB82WEST12345698765432', partyName: holder }),
+      client.verify({ iban: 'DE88370400440532013000', partyName: holder }),
+      client.verify({ iban: IBAN, partyName: '  ' }),
+    ]);
+    expect(mtch).toMatchObject({ outcome: 'COMPLETED', nameMatch: 'MTCH', matchedName: null, error: null });
+    expect(cmtc).toMatchObject({ outcome: 'COMPLETED', nameMatch: 'CMTC', matchedName: holder });
+    expect(nmtc).toMatchObject({ outcome: 'COMPLETED', nameMatch: 'NMTC' });
+    expect(noap).toMatchObject({ outcome: 'COMPLETED', nameMatch: 'NOAP' });
+    expect(badIban).toMatchObject({ outcome: 'INVALID_REQUEST', error: { code: 'REQUEST_IBAN_INVALID' } });
+    expect(emptyName).toMatchObject({ outcome: 'INVALID_REQUEST', error: { code: 'REQUEST_NAME_INVALID' } });
+    expect(typeof mtch.upstreamLatencyMs).toBe('number');
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+  });
+
+  it('answers EXPIRED without calling upstream, and FAILED when upstream errors outlast the deadline', async () => {
+    const h = await verifierHarness({ faults: { errorRate: 1 } });
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
+    const verifier = h.start();
+    await verifier.logLine(ready);
+    const now = Date.now();
+    const body = (requestId: string) =>
+      Buffer.from(JSON.stringify({ requestId, iban: IBAN, partyName: 'Anna Schmidt', requestedAt: now }));
+    await producer.send([
+      {
+        topic: h.config.verifier.requestsTopic,
+        key: 'expired-1',
+        value: body('expired-1'),
+        headers: { 'content-type': 'application/json', 'vop-deadline': String(now - 1) },
+      },
+      {
+        topic: h.config.verifier.requestsTopic,
+        key: 'failed-1',
+        value: body('failed-1'),
+        headers: { 'content-type': 'application/json', 'vop-deadline': String(now + 1500) },
+      },
+    ]);
+    const seen = await replies.until((r) => r.length >= 2);
+    const byKey = Object.fromEntries(
+      seen.map((r) => [r.key?.toString(), JSON.parse(r.value?.toString() ?? '')]),
+    );
+    expect(byKey['expired-1']).toMatchObject({
+      outcome: 'EXPIRED',
+      error: { code: 'DEADLINE_PASSED' },
+      upstreamLatencyMs: null,
+    });
+    expect(byKey['failed-1']).toMatchObject({ outcome: 'FAILED', error: { code: 'UPSTREAM_UNAVAILABLE' } });
+    const verifyCalls = h.sandbox.requestLog().filter((r) => r.path === '/vop/v1/verify');
+    expect(verifyCalls.length).toBeGreaterThan(1);
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+  });
+
+  it('serves a plain-JSON request from a non-TypeScript client, echoing a Spring binary correlation id and reply partition', async () => {
+    const h = await verifierHarness();
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    const custom = await collect(h.kafka, h.customReplyTopic);
+    const fallback = await collect(h.kafka, h.config.verifier.repliesTopic);
+    const verifier = h.start();
+    await verifier.logLine(ready);
+    const springId = Buffer.from('00112233445566778899aabbccddeeff', 'hex');
+    const partition = Buffer.alloc(4);
+    partition.writeInt32BE(2);
+    const holder = h.sandbox.holderName(IBAN);
+    await producer.send([
+      {
+        topic: h.config.verifier.requestsTopic,
+        key: 'spring-1',
+        value: Buffer.from(
+          `{"requestId":"spring-1","iban":"${IBAN}","partyName":"${holder}","requestedAt":"${new Date().toISOString()}"}`,
+        ),
+        headers: {
+          'content-type': 'application/json',
+          kafka_correlationId: springId,
+          kafka_replyTopic: h.customReplyTopic,
+          kafka_replyPartition: partition,
+        },
+      },
+      {
+        topic: h.config.verifier.requestsTopic,
+        key: 'refused-1',
+        value: Buffer.from(
+          `{"requestId":"refused-1","iban":"${IBAN}","partyName":"${holder}","requestedAt":${Date.now()}}`,
+        ),
+        headers: { 'content-type': 'application/json', kafka_replyTopic: 'payments.internal.replies' },
+      },
+    ]);
+    const [reply] = await custom.until((r) => r.length >= 1);
+    expect(reply?.partition).toBe(2);
+    expect(reply?.headers.kafka_correlationId).toEqual(springId);
+    expect(header(reply as never, 'content-type')).toBe('application/json');
+    expect(JSON.parse(reply?.value?.toString() ?? '')).toMatchObject({
+      requestId: 'spring-1',
+      outcome: 'COMPLETED',
+      nameMatch: 'MTCH',
+    });
+    const [refused] = await fallback.until((r) => r.length >= 1);
+    expect(refused?.key?.toString()).toBe('refused-1');
+    expect(header(refused as never, 'kafka_correlationId')).toBe('refused-1');
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+    expect(verifier.stderr()).toContain('kafka_replyTopic refused');
+  });
+
+  it('sends an unreadable value to the DLQ unchanged and answers INVALID_REQUEST in the declared format', async () => {
+    const h = await verifierHarness();
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    const dlq = await collect(h.kafka, h.config.verifier.dlqTopic);
+    const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
+    const verifier = h.start();
+    await verifier.logLine(ready);
+    await producer.send([
+      { topic: h.config.verifier.requestsTopic, key: 'garbage-avro', value: Buffer.from([7, 7, 7, 7, 7, 7]) },
+      {
+        topic: h.config.verifier.requestsTopic,
+        key: 'garbage-json',
+        value: Buffer.from('{not json'),
+        headers: { 'content-type': 'application/json' },
+      },
+    ]);
+    const dead = await dlq.until((r) => r.length >= 2);
+    const avro = dead.find((r) => r.key?.toString() === 'garbage-avro');
+    expect(avro?.value).toEqual(Buffer.from([7, 7, 7, 7, 7, 7]));
+    expect(header(avro as never, 'error-code')).toBe('REQUEST_UNREADABLE');
+    expect(header(avro as never, 'error-message')).toMatch(/magic byte/);
+    expect(header(avro as never, 'source-topic')).toBe(h.config.verifier.requestsTopic);
+    expect(header(avro as never, 'source-offset')).toMatch(/^\d+$/);
+    const answered = await replies.until((r) => r.length >= 2);
+    const json = answered.find((r) => r.key?.toString() === 'garbage-json');
+    expect(JSON.parse(json?.value?.toString() ?? '')).toMatchObject({ outcome: 'INVALID_REQUEST' });
+    const avroReply = answered.find((r) => r.key?.toString() === 'garbage-avro');
+    expect((await h.registry.decode(avroReply?.value ?? null)).value).toMatchObject({
+      outcome: 'INVALID_REQUEST',
+    });
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+  });
+
+  it('gives every request exactly one reply even when the verifier is killed with SIGKILL mid-load', async () => {
+    const h = await verifierHarness({ faults: { latencyMs: 5 } });
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    const holder = h.sandbox.holderName(IBAN);
+    const ids = Array.from({ length: 400 }, (_, i) => `load-${i}`);
+    await producer.send(
+      ids.map((id) => ({
+        topic: h.config.verifier.requestsTopic,
+        key: id,
+        value: Buffer.from(
+          JSON.stringify({ requestId: id, iban: IBAN, partyName: holder, requestedAt: Date.now() }),
+        ),
+        headers: { 'content-type': 'application/json', 'vop-deadline': String(Date.now() + 120_000) },
+      })),
+    );
+    const uncommitted = await collect(h.kafka, h.config.verifier.repliesTopic, 'read_uncommitted');
+    for (const [i, target] of [40, 150, 260].entries()) {
+      const verifier = h.start();
+      await uncommitted.until((r) => r.length >= target);
+      verifier.child.kill('SIGKILL');
+      expect(await verifier.exited, `kill ${i}`).toBe('SIGKILL');
+    }
+    const last = h.start();
+    const committed = await collect(h.kafka, h.config.verifier.repliesTopic, 'read_committed');
+    const replies = await committed.until((r) => new Set(r.map((x) => x.key?.toString())).size >= ids.length);
+    last.child.kill('SIGTERM');
+    expect(await last.exited).toBe(0);
+    const keys = replies.map((r) => r.key?.toString() ?? '');
+    expect(keys.length).toBe(ids.length);
+    expect(new Set(keys)).toEqual(new Set(ids));
+  });
+
+  it('times out a request in the requester client and ignores its late reply', async () => {
+    const h = await verifierHarness({ faults: { latencyMs: 400 } });
+    const verifier = h.start();
+    await verifier.logLine(ready);
+    const client = await h.client('json');
+    const holder = h.sandbox.holderName(IBAN);
+    await expect(client.verify({ iban: IBAN, partyName: holder }, { timeoutMs: 150 })).rejects.toBeInstanceOf(
+      TimeoutError,
+    );
+    h.sandbox.setFaults({ latencyMs: 0 });
+    // The next answer arrives after the late one: by then the late reply has been seen and set aside.
+    const ok = await client.verify({ iban: IBAN, partyName: holder }, { timeoutMs: 10_000 });
+    expect(ok).toMatchObject({ outcome: 'COMPLETED', nameMatch: 'MTCH' });
+    const burst = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        client.verify({ iban: IBAN, partyName: holder }, { timeoutMs: 10_000 }),
+      ),
+    );
+    expect(burst.every((r) => r.nameMatch === 'MTCH')).toBe(true);
+    expect(client.stats.pending).toBe(0);
+    expect(client.stats.late).toBe(1);
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+  });
+});
