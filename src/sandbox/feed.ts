@@ -1,116 +1,127 @@
-/**
- * The export feed as an append-only log ordered by (updatedAt, seq). A change appends the alert's
- * new row at the end with updatedAt = now (never earlier than the last entry), so it can never land
- * behind an open cursor; the alert's previous entry is marked dead and skipped. Finding a cursor or
- * an `updatedAfter` position is a binary search, so a page costs O(log n + page size).
- */
-export interface FeedEntry {
-  seq: number;
-  updatedAt: number;
-  json: string;
-  /** The alert this row shows, or -1 for an injected malformed row. */
-  alert: number;
-  dead: boolean;
+import { grown } from './columns.ts';
+
+/** Tells whether the entry `seq` of `ref` still shows its alert's current state. */
+export type Liveness = (ref: number, seq: number) => boolean;
+
+export interface FeedPage {
+  /** The refs of the page's live entries, in feed order. */
+  refs: number[];
+  /** Seq of the page's last entry, the position a cursor resumes after. */
+  lastSeq: number;
+  /** True when no live entry follows the page: the consumer has caught up. */
+  end: boolean;
 }
 
+/**
+ * The export feed: an append-only log ordered by (updatedAt, seq). A change appends the alert's new
+ * entry at the end, with updatedAt = now (never earlier than the last entry) and the next seq, so a
+ * change can never land behind an open cursor, and its previous entry goes dead (skipped, and
+ * dropped when dead entries outnumber live ones). Since seq and updatedAt grow together, a cursor
+ * (a seq) and `updatedAfter` are both binary searches: a page costs O(log n + page size). Entries
+ * live in typed arrays, 20 bytes each.
+ */
 export class Feed {
-  entries: FeedEntry[] = [];
-  #current = new Map<number, FeedEntry>();
-  #seq = 0;
-  #deadCount = 0;
+  #seq = new Float64Array(1024);
+  #at = new Float64Array(1024);
+  /** An alert index, or a negative number naming a malformed row (see World). */
+  #ref = new Int32Array(1024);
+  #length = 0;
+  #dead = 0;
+  #nextSeq = 1;
+  readonly #isLive: Liveness;
 
-  get lastUpdatedAt(): number {
-    return this.entries.at(-1)?.updatedAt ?? 0;
+  constructor(isLive: Liveness) {
+    this.#isLive = isLive;
   }
 
+  get lastAt(): number {
+    return this.#length === 0 ? 0 : (this.#at[this.#length - 1] ?? 0);
+  }
+
+  /** Live entries. */
   get size(): number {
-    return this.entries.length - this.#deadCount;
+    return this.#length - this.#dead;
   }
 
-  append(alert: number, updatedAt: number, json: string): void {
-    const previous = alert >= 0 ? this.#current.get(alert) : undefined;
-    if (previous) {
-      previous.dead = true;
-      this.#deadCount++;
+  /** Appends an entry and answers its seq; `at` is raised to the last entry's if earlier. */
+  append(ref: number, at: number): number {
+    if (this.#length === this.#seq.length) {
+      const capacity = this.#length * 2;
+      this.#seq = grown(this.#seq, capacity);
+      this.#at = grown(this.#at, capacity);
+      this.#ref = grown(this.#ref, capacity);
     }
-    const entry = {
-      seq: ++this.#seq,
-      updatedAt: Math.max(updatedAt, this.lastUpdatedAt),
-      json,
-      alert,
-      dead: false,
-    };
-    this.entries.push(entry);
-    if (alert >= 0) this.#current.set(alert, entry);
-    if (this.#deadCount > 1000 && this.#deadCount > this.entries.length / 2) this.#compact();
+    const seq = this.#nextSeq++;
+    this.#seq[this.#length] = seq;
+    this.#at[this.#length] = Math.max(at, this.lastAt);
+    this.#ref[this.#length] = ref;
+    this.#length++;
+    return seq;
+  }
+
+  /** Counts one more dead entry; call it before appending the alert's new entry. */
+  superseded(): void {
+    this.#dead++;
+    if (this.#dead > 1024 && this.#dead > this.#length - this.#dead) this.#compact();
   }
 
   #compact(): void {
-    this.entries = this.entries.filter((e) => !e.dead);
-    this.#deadCount = 0;
+    let kept = 0;
+    for (let i = 0; i < this.#length; i++) {
+      const seq = this.#seq[i] as number;
+      const ref = this.#ref[i] as number;
+      if (!this.#isLive(ref, seq)) continue;
+      this.#seq[kept] = seq;
+      this.#at[kept] = this.#at[i] as number;
+      this.#ref[kept] = ref;
+      kept++;
+    }
+    this.#length = kept;
+    this.#dead = 0;
   }
 
-  /** Index of the first entry with seq > `seq`. */
-  #afterSeq(seq: number): number {
+  /** Index of the first entry whose column value is greater than `value`. */
+  #after(column: Float64Array, value: number): number {
     let lo = 0;
-    let hi = this.entries.length;
+    let hi = this.#length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if ((this.entries[mid]?.seq ?? 0) <= seq) lo = mid + 1;
+      if ((column[mid] as number) <= value) lo = mid + 1;
       else hi = mid;
     }
     return lo;
   }
 
-  /** Index of the first entry with updatedAt > `at` (updatedAfter is exclusive). */
-  #afterTime(at: number): number {
-    let lo = 0;
-    let hi = this.entries.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((this.entries[mid]?.updatedAt ?? 0) <= at) lo = mid + 1;
-      else hi = mid;
+  /** Up to `size` live entries after the cursor position and after `updatedAfter` (exclusive). */
+  page(from: { afterSeq?: number; updatedAfter?: number }, size: number): FeedPage {
+    let i = from.afterSeq === undefined ? 0 : this.#after(this.#seq, from.afterSeq);
+    if (from.updatedAfter !== undefined) i = Math.max(i, this.#after(this.#at, from.updatedAfter));
+    const refs: number[] = [];
+    let lastSeq = from.afterSeq ?? 0;
+    for (; i < this.#length && refs.length < size; i++) {
+      const ref = this.#ref[i] as number;
+      const seq = this.#seq[i] as number;
+      if (!this.#isLive(ref, seq)) continue;
+      refs.push(ref);
+      lastSeq = seq;
     }
-    return lo;
+    // Skip trailing dead entries so that a page ending the live feed says so.
+    while (i < this.#length && !this.#isLive(this.#ref[i] as number, this.#seq[i] as number)) i++;
+    return { refs, lastSeq, end: i >= this.#length };
   }
 
-  /** One page of live rows from a position; `lastSeq` is null when the page reached the end. */
-  page(
-    from: { afterSeq?: number; updatedAfter?: number },
-    size: number,
-  ): { rows: string[]; lastSeq: number | null } {
-    let i = from.afterSeq !== undefined ? this.#afterSeq(from.afterSeq) : 0;
-    if (from.updatedAfter !== undefined) i = Math.max(i, this.#afterTime(from.updatedAfter));
-    const rows: string[] = [];
-    let lastSeq = 0;
-    const entries = this.entries;
-    for (; i < entries.length && rows.length < size; i++) {
-      const entry = entries[i] as FeedEntry;
-      if (entry.dead) continue;
-      rows.push(entry.json);
-      lastSeq = entry.seq;
-    }
-    // Skip trailing dead entries so a page that ends the live feed says so.
-    while (i < entries.length && entries[i]?.dead) i++;
-    return { rows, lastSeq: i < entries.length ? lastSeq : null };
+  /** The refs of every live entry, in feed order. */
+  liveRefs(): number[] {
+    return this.page({}, Number.POSITIVE_INFINITY).refs;
   }
 }
 
-export function encodeCursor(seq: number, updatedAfter: number | undefined): string {
-  return Buffer.from(
-    JSON.stringify(updatedAfter === undefined ? { s: seq } : { s: seq, a: updatedAfter }),
-  ).toString('base64url');
+/** The cursor is opaque to clients: base64url of a versioned seq. */
+export function encodeCursor(seq: number): string {
+  return Buffer.from(`v1.${seq}`).toString('base64url');
 }
 
-export function decodeCursor(cursor: string): { seq: number; updatedAfter?: number } | undefined {
-  try {
-    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as {
-      s?: unknown;
-      a?: unknown;
-    };
-    if (typeof value.s !== 'number' || !Number.isInteger(value.s)) return undefined;
-    return typeof value.a === 'number' ? { seq: value.s, updatedAfter: value.a } : { seq: value.s };
-  } catch {
-    return undefined;
-  }
+export function decodeCursor(cursor: string): number | undefined {
+  const match = /^v1\.(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  return match ? Number(match[1]) : undefined;
 }

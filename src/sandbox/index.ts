@@ -6,277 +6,152 @@ import {
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { type Logger, silentLogger } from '../logger.ts';
-import { exportFeed, getAlert, json, problem, type Reply, search, verify } from './routes.ts';
-import { type MalformedKind, World } from './world.ts';
+import { silentLogger } from '../logger.ts';
+import { holderNameFor } from './data.ts';
+import { FaultState, RateLimiter } from './faults.ts';
+import { RequestLog } from './request-log.ts';
+import { createHandler } from './server.ts';
+import type { Sandbox, SandboxOptions } from './types.ts';
+import { World } from './world.ts';
 
-export interface SandboxFaults {
-  latencyMs: number;
-  /** Share of requests answered 503. */
-  errorRate: number;
-  /** Share of requests whose connection is destroyed mid-response. */
-  resetRate: number;
-  /** The next N export requests of every tenant answer 429. */
-  burst429: number;
-  /** Share of changes that also put a malformed row in the feed. */
-  malformedRowRate: number;
+export type { ExportRow, Qualification } from './alerts.ts';
+export { holderNameFor } from './data.ts';
+export type { SandboxFaults } from './faults.ts';
+export type { SandboxRequest } from './request-log.ts';
+export type { Sandbox, SandboxOptions, SandboxTls } from './types.ts';
+export { matchName, normaliseName } from './verify.ts';
+export { MALFORMED_KINDS, type MalformedKind } from './world.ts';
+
+const REQUEST_LOG_SIZE = 100_000;
+const TICK_MS = 500;
+
+function checkOptions(o: SandboxOptions): void {
+  const counts: [string, number | undefined, number][] = [
+    ['alerts', o.alerts, 50_000_000],
+    ['port', o.port, 65_535],
+    ['changesPerSec', o.changesPerSec, 1_000_000],
+    ['pageSize', o.pageSize, 1_000_000],
+    ['rateLimit', o.rateLimit, 1_000_000],
+    ['seed', o.seed, 2 ** 32 - 1],
+  ];
+  for (const [name, value, max] of counts) {
+    if (value !== undefined && (!Number.isInteger(value) || value < 0 || value > max)) {
+      throw new RangeError(`sandbox option ${name} must be an integer from 0 to ${max}`);
+    }
+  }
+  if (o.pageSize === 0) throw new RangeError('sandbox option pageSize must be at least 1');
+  if (o.basePath !== undefined && !/^(\/[\w.~-]+)*$/.test(o.basePath)) {
+    throw new RangeError('sandbox option basePath must look like /api (no trailing slash)');
+  }
 }
 
-export interface SandboxOptions {
-  host?: string;
-  port?: number;
-  apiKeys?: string[];
-  alerts?: number;
-  seed?: number;
-  changesPerSec?: number;
-  pageSize?: number;
-  /** Export requests per second per tenant; 0 = unlimited. */
-  rateLimit?: number;
-  cursorParam?: string;
-  faults?: Partial<SandboxFaults>;
-  tls?: { cert: string | Buffer; key: string | Buffer; ca?: string | Buffer; requestClientCert?: boolean };
-  logger?: Logger;
-  now?: () => number;
-}
-
-export interface SandboxRequest {
-  at: number;
-  method: string;
-  path: string;
-  query: Record<string, string>;
-  tenant?: string;
-  status: number;
-}
-
-export interface Sandbox {
-  start(): Promise<{ url: string; apiKeys: string[] }>;
-  stop(): Promise<void>;
-  readonly url: string;
-  setFaults(faults: Partial<SandboxFaults>): void;
-  faults(): SandboxFaults;
-  requestLog(): readonly SandboxRequest[];
-  clearRequestLog(): void;
-  applyChanges(count: number): void;
-  injectMalformedRow(kind?: MalformedKind): MalformedKind;
-  currentRows(): Record<string, unknown>[];
-  holderName(iban: string): string;
-}
-
-const LOG_LIMIT = 100_000;
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
+/** A local, faithful stand-in for the upstream service; see README.md beside this file. */
 export function createSandbox(options: SandboxOptions = {}): Sandbox {
-  const apiKeys = options.apiKeys && options.apiKeys.length > 0 ? options.apiKeys : ['sandbox-key'];
+  checkOptions(options);
+  const apiKeys = options.apiKeys && options.apiKeys.length > 0 ? [...options.apiKeys] : ['sandbox-key'];
+  if (new Set(apiKeys).size !== apiKeys.length || apiKeys.some((k) => k === '')) {
+    throw new RangeError('sandbox API keys must be distinct and non-empty');
+  }
   const now = options.now ?? Date.now;
   const logger = options.logger ?? silentLogger();
-  const world = new World({ apiKeys, alerts: options.alerts ?? 1000, seed: options.seed ?? 1, now });
-  const pageSize = options.pageSize ?? 500;
-  const rateLimit = options.rateLimit ?? 10;
-  const cursorParam = options.cursorParam ?? 'cursor';
-  const faults: SandboxFaults = {
-    latencyMs: 0,
-    errorRate: 0,
-    resetRate: 0,
-    burst429: 0,
-    malformedRowRate: 0,
-    ...options.faults,
-  };
-  const burstLeft = new Map<string, number>();
-  const buckets = new Map<string, { tokens: number; at: number }>();
-  let log: SandboxRequest[] = [];
+  const seed = options.seed ?? 1;
+  const world = new World({ apiKeys, alerts: options.alerts ?? 1000, seed, now });
+  const faults = new FaultState(options.faults ?? {}, seed);
+  const log = new RequestLog(REQUEST_LOG_SIZE);
+  const applyChanges = (count: number) => world.applyChanges(count, faults.current.malformedRowRate);
+  const handler = createHandler({
+    world,
+    faults,
+    limiter: new RateLimiter(options.rateLimit ?? 10, now),
+    log,
+    logger,
+    basePath: options.basePath ?? '',
+    cursorParam: options.cursorParam ?? 'cursor',
+    pageSize: options.pageSize ?? 500,
+    now,
+    applyChanges,
+  });
   let server: Server | undefined;
   let url = '';
   let ticker: NodeJS.Timeout | undefined;
 
-  const setFaults = (f: Partial<SandboxFaults>) => {
-    Object.assign(faults, f);
-    if (f.burst429 !== undefined) burstLeft.clear();
-  };
-
-  /** Token bucket per tenant; answers the seconds to wait when empty. */
-  const throttle = (tenant: string): number | undefined => {
-    if ((burstLeft.get(tenant) ?? faults.burst429) > 0) {
-      burstLeft.set(tenant, (burstLeft.get(tenant) ?? faults.burst429) - 1);
-      return 1;
-    }
-    if (rateLimit <= 0) return undefined;
-    const t = now();
-    const bucket = buckets.get(tenant) ?? { tokens: rateLimit, at: t };
-    bucket.tokens = Math.min(rateLimit, bucket.tokens + ((t - bucket.at) / 1000) * rateLimit);
-    bucket.at = t;
-    buckets.set(tenant, bucket);
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      return undefined;
-    }
-    return Math.max(1, Math.ceil((1 - bucket.tokens) / rateLimit));
-  };
-
-  const admin = async (req: IncomingMessage, path: string): Promise<Reply> => {
-    if (path === '/__admin/faults' && req.method === 'GET') return json(200, faults);
-    if (path === '/__admin/faults' && req.method === 'PUT') {
-      setFaults(JSON.parse((await readBody(req)) || '{}') as Partial<SandboxFaults>);
-      return json(200, faults);
-    }
-    if (path === '/__admin/requests' && req.method === 'GET') return json(200, log);
-    if (path === '/__admin/requests' && req.method === 'DELETE') {
-      log = [];
-      return json(200, { cleared: true });
-    }
-    if (path === '/__admin/changes' && req.method === 'POST') {
-      const { count = 1 } = JSON.parse((await readBody(req)) || '{}') as { count?: number };
-      world.applyChanges(count, faults.malformedRowRate);
-      return json(200, { applied: count });
-    }
-    if (path === '/__admin/rows' && req.method === 'GET') return json(200, world.currentRows());
-    return problem(404, 'NOT_FOUND', `no admin route ${req.method} ${path}`);
-  };
-
-  const route = async (
-    req: IncomingMessage,
-    path: string,
-    query: URLSearchParams,
-    tenantId: (t: string) => void,
-  ) => {
-    const key = req.headers['x-api-key'];
-    const tenant = typeof key === 'string' ? world.tenantOf(key) : undefined;
-    if (!tenant) return problem(401, 'UNAUTHORIZED', 'missing or unknown x-api-key');
-    tenantId(tenant.id);
-    if (faults.errorRate > 0 && Math.random() < faults.errorRate) {
-      return problem(503, 'UNAVAILABLE', 'injected upstream failure');
-    }
-    const body = async (): Promise<unknown> => {
-      const text = await readBody(req);
-      try {
-        return JSON.parse(text);
-      } catch {
-        return Symbol.for('invalid');
-      }
-    };
-    if (req.method === 'GET' && path === '/sharing/v1/alerts/export') {
-      const wait = throttle(tenant.id);
-      if (wait !== undefined) {
-        return problem(429, 'RATE_LIMITED', 'export rate limit exceeded for this tenant', {
-          'retry-after': String(wait),
-        });
-      }
-      return exportFeed(world, query, cursorParam, pageSize);
-    }
-    if (
-      req.method === 'POST' &&
-      (path === '/sharing/v1/alerts/sent/search' || path === '/sharing/v1/alerts/received/search')
-    ) {
-      const b = await body();
-      if (typeof b === 'symbol') return problem(400, 'INVALID_BODY', 'body is not JSON');
-      return search(world, tenant, b, path.includes('/sent/'));
-    }
-    if (req.method === 'POST' && path === '/vop/v1/verify') {
-      const b = await body();
-      if (typeof b === 'symbol') return problem(400, 'INVALID_BODY', 'body is not JSON');
-      return verify(world, b);
-    }
-    const one = /^\/sharing\/v1\/alerts\/([^/]+)$/.exec(path);
-    if (req.method === 'GET' && one) return getAlert(world, decodeURIComponent(one[1] ?? ''));
-    return problem(404, 'NOT_FOUND', `no route ${req.method} ${path}`);
-  };
-
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const parsed = new URL(req.url ?? '/', 'http://sandbox');
-    const path = parsed.pathname;
-    const entry: SandboxRequest = {
-      at: now(),
-      method: req.method ?? 'GET',
-      path,
-      query: Object.fromEntries(parsed.searchParams),
-      status: 0,
-    };
-    let reply: Reply;
-    try {
-      if (path.startsWith('/__admin/')) reply = await admin(req, path);
-      else {
-        if (faults.latencyMs > 0) await new Promise((r) => setTimeout(r, faults.latencyMs));
-        reply = await route(req, path, parsed.searchParams, (t) => {
-          entry.tenant = t;
-        });
-      }
-    } catch (err) {
-      logger.error({ err }, 'sandbox request failed');
-      reply = problem(500, 'INTERNAL', 'sandbox failure');
-    }
-    entry.status = reply.status;
-    if (!path.startsWith('/__admin/')) {
-      log.push(entry);
-      if (log.length > LOG_LIMIT) log = log.slice(-LOG_LIMIT / 2);
-    }
-    res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
-    if (!path.startsWith('/__admin/') && faults.resetRate > 0 && Math.random() < faults.resetRate) {
-      // Headers and half a body, then the connection drops.
-      res.write(reply.body.slice(0, Math.floor(reply.body.length / 2)));
-      entry.status = -1;
-      req.socket.destroy();
-      return;
-    }
-    res.end(reply.body);
+  /** Changes come in ticks: each tick's changes share one millisecond, as real bursts do. */
+  const startChanges = (perSec: number) => {
+    let owed = 0;
+    ticker = setInterval(() => {
+      owed += (perSec * TICK_MS) / 1000;
+      const count = Math.floor(owed);
+      owed -= count;
+      if (count > 0) applyChanges(count);
+    }, TICK_MS);
+    ticker.unref();
   };
 
   return {
     async start() {
-      const listener = (req: IncomingMessage, res: ServerResponse) => void handle(req, res);
-      server = options.tls
+      if (server) throw new Error('sandbox already started');
+      const listener = (req: IncomingMessage, res: ServerResponse) => void handler(req, res);
+      const tls = options.tls;
+      server = tls
         ? createHttpsServer(
             {
-              cert: options.tls.cert,
-              key: options.tls.key,
-              ...(options.tls.ca && { ca: options.tls.ca }),
-              requestCert: options.tls.requestClientCert ?? false,
-              rejectUnauthorized: options.tls.requestClientCert ?? false,
+              cert: tls.cert,
+              key: tls.key,
+              ...(tls.ca && { ca: tls.ca }),
+              requestCert: tls.requestClientCert ?? false,
+              rejectUnauthorized: tls.requestClientCert ?? false,
             },
             listener,
           )
         : createHttpServer(listener);
       server.keepAliveTimeout = 60_000;
+      const s = server;
       await new Promise<void>((resolve, reject) => {
-        server?.once('error', reject);
-        server?.listen(options.port ?? 8080, options.host ?? '127.0.0.1', () => resolve());
+        s.once('error', reject);
+        s.listen(options.port ?? 8080, options.host ?? '127.0.0.1', () => {
+          s.off('error', reject);
+          resolve();
+        });
       });
-      const { port } = server.address() as AddressInfo;
-      url = `${options.tls ? 'https' : 'http'}://${options.host ?? '127.0.0.1'}:${port}`;
-      const rate = options.changesPerSec ?? 5;
-      if (rate > 0) {
-        // Ticks of up to 10 per second; each tick's changes share one millisecond.
-        const tickMs = Math.max(100, Math.round(1000 / rate));
-        const perTick = Math.max(1, Math.round((rate * tickMs) / 1000));
-        ticker = setInterval(() => world.applyChanges(perTick, faults.malformedRowRate), tickMs);
-        ticker.unref();
-      }
-      logger.info({ url, alerts: world.alerts.length, tenants: apiKeys.length }, 'sandbox ready');
-      return { url, apiKeys };
+      const { port, address } = s.address() as AddressInfo;
+      const host = address.includes(':') ? `[${address}]` : address;
+      url = `${tls ? 'https' : 'http'}://${host}:${port}${options.basePath ?? ''}`;
+      const perSec = options.changesPerSec ?? 5;
+      if (perSec > 0) startChanges(perSec);
+      logger.info(
+        { url, alerts: world.alerts.length, tenants: apiKeys.length, changesPerSec: perSec },
+        'sandbox ready',
+      );
+      return { url, apiKeys: [...apiKeys] };
     },
     async stop() {
       if (ticker) clearInterval(ticker);
+      ticker = undefined;
       const s = server;
       server = undefined;
       if (!s) return;
+      const closed = new Promise<void>((resolve) => s.close(() => resolve()));
       s.closeAllConnections();
-      await new Promise<void>((resolve) => s.close(() => resolve()));
+      await closed;
+      logger.info('sandbox stopped');
     },
     get url() {
       return url;
     },
-    setFaults,
-    faults: () => ({ ...faults }),
-    requestLog: () => log,
-    clearRequestLog: () => {
-      log = [];
+    setFaults: (partial) => faults.set(partial),
+    faults: () => faults.current,
+    requestLog: () => log.entries(),
+    clearRequestLog: () => log.clear(),
+    applyChanges: (count) => {
+      if (!Number.isInteger(count) || count < 0) throw new RangeError('count must be a non-negative integer');
+      applyChanges(count);
     },
-    applyChanges: (count) => world.applyChanges(count, faults.malformedRowRate),
     injectMalformedRow: (kind) => world.injectMalformed(kind),
     currentRows: () => world.currentRows(),
-    holderName: (iban) => world.holderName(iban),
+    holderName: (iban) => holderNameFor(iban),
+    tenants: () =>
+      world.institutions
+        .filter((i) => i.apiKey !== undefined)
+        .map((i) => ({ apiKey: i.apiKey as string, institution: i.id, bic: i.bic })),
   };
 }

@@ -1,0 +1,181 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
+import { FraudlinkError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { holderNameFor } from './data.ts';
+import { checkFaults, type FaultState, type RateLimiter } from './faults.ts';
+import { json, problem, type Reply } from './reply.ts';
+import type { RequestLog, SandboxRequest } from './request-log.ts';
+import { exportFeed, getAlert } from './routes.ts';
+import { search } from './search.ts';
+import { verify } from './verify.ts';
+import { MALFORMED_KINDS, type MalformedKind, type World } from './world.ts';
+
+export interface HandlerDeps {
+  world: World;
+  faults: FaultState;
+  limiter: RateLimiter;
+  log: RequestLog;
+  logger: Logger;
+  basePath: string;
+  cursorParam: string;
+  pageSize: number;
+  now: () => number;
+  applyChanges: (count: number) => void;
+}
+
+const MAX_BODY = 1 << 20;
+const EXPORT = '/sharing/v1/alerts/export';
+const ONE_ALERT = /^\/sharing\/v1\/alerts\/([^/]+)$/;
+
+class BadBody extends Error {}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY) throw new BadBody('body larger than 1 MiB');
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  try {
+    return text === '' ? undefined : JSON.parse(text);
+  } catch {
+    throw new BadBody('body is not JSON');
+  }
+}
+
+/** The service's five endpoints behind the x-api-key check. */
+async function api(
+  deps: HandlerDeps,
+  req: IncomingMessage,
+  path: string,
+  query: URLSearchParams,
+  entry: SandboxRequest,
+) {
+  const { world } = deps;
+  const key = req.headers['x-api-key'];
+  const tenant = typeof key === 'string' ? world.tenantOf(key) : undefined;
+  if (!tenant) return problem(401, 'UNAUTHORIZED', 'missing or unknown x-api-key');
+  entry.tenant = tenant.id;
+  if (deps.faults.roll(deps.faults.current.errorRate)) {
+    return problem(503, 'SERVICE_UNAVAILABLE', 'injected upstream failure');
+  }
+  const method = req.method ?? 'GET';
+  if (method === 'GET' && path === EXPORT) {
+    const wait = deps.faults.takeBurst(tenant.id) ? 1 : deps.limiter.take(tenant.id);
+    if (wait !== undefined) {
+      return problem(429, 'RATE_LIMITED', 'export called too frequently for this tenant', {
+        'retry-after': String(wait),
+      });
+    }
+    return exportFeed(world, query, deps.cursorParam, deps.pageSize);
+  }
+  if (method === 'POST' && path === '/sharing/v1/alerts/sent/search')
+    return search(world, tenant, await readJson(req), true);
+  if (method === 'POST' && path === '/sharing/v1/alerts/received/search')
+    return search(world, tenant, await readJson(req), false);
+  if (method === 'POST' && path === '/vop/v1/verify') return verify(await readJson(req));
+  const one = ONE_ALERT.exec(path);
+  if (method === 'GET' && one) return getAlert(world, decodeURIComponent(one[1] ?? ''));
+  return problem(404, 'NOT_FOUND', `no route ${method} ${path}`);
+}
+
+/** Test and operator controls under /__admin: no key, no faults, not in the request log. */
+async function admin(deps: HandlerDeps, req: IncomingMessage, path: string, query: URLSearchParams) {
+  const route = `${req.method} ${path}`;
+  switch (route) {
+    case 'GET /__admin/faults':
+      return json(200, deps.faults.current);
+    case 'PUT /__admin/faults':
+      deps.faults.set(checkFaults(await readJson(req)));
+      return json(200, deps.faults.current);
+    case 'GET /__admin/requests': {
+      const limit = Number(query.get('limit') ?? Number.POSITIVE_INFINITY);
+      const entries = deps.log.entries();
+      return json(200, Number.isFinite(limit) ? entries.slice(-limit) : entries);
+    }
+    case 'DELETE /__admin/requests':
+      deps.log.clear();
+      return json(200, { cleared: true });
+    case 'POST /__admin/changes': {
+      const body = ((await readJson(req)) ?? {}) as { count?: unknown };
+      const count = body.count ?? 1;
+      if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > 1_000_000)
+        return problem(400, 'INVALID_BODY', 'count must be an integer from 1 to 1000000');
+      deps.applyChanges(count);
+      return json(200, { applied: count });
+    }
+    case 'POST /__admin/malformed': {
+      const body = ((await readJson(req)) ?? {}) as { kind?: unknown };
+      if (body.kind !== undefined && !MALFORMED_KINDS.includes(body.kind as MalformedKind))
+        return problem(400, 'INVALID_BODY', `kind must be one of ${MALFORMED_KINDS.join(', ')}`);
+      return json(200, { kind: deps.world.injectMalformed(body.kind as MalformedKind | undefined) });
+    }
+    case 'GET /__admin/rows':
+      return json(200, deps.world.currentRows());
+    case 'GET /__admin/holder': {
+      const iban = query.get('iban');
+      if (!iban) return problem(400, 'INVALID_QUERY', 'iban is required');
+      return json(200, { iban, name: holderNameFor(iban) });
+    }
+    default:
+      return problem(404, 'NOT_FOUND', `no admin route ${route}`);
+  }
+}
+
+function write(res: ServerResponse, reply: Reply, reset: boolean): void {
+  const body = Buffer.from(reply.body);
+  res.writeHead(reply.status, {
+    'content-type': 'application/json',
+    'content-length': String(body.length),
+    ...reply.headers,
+  });
+  if (!reset) {
+    res.end(body);
+    return;
+  }
+  // Headers and half the body, then the connection drops once they are on the wire.
+  res.write(body.subarray(0, body.length >> 1), () => res.destroy());
+}
+
+/** The sandbox's request listener. */
+export function createHandler(deps: HandlerDeps) {
+  const prefix = deps.basePath;
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? '/', 'http://sandbox');
+    const inBase = url.pathname === prefix || url.pathname.startsWith(`${prefix}/`);
+    const path = inBase ? url.pathname.slice(prefix.length) || '/' : url.pathname;
+    const isAdmin = inBase && path.startsWith('/__admin/');
+    const entry: SandboxRequest = {
+      at: deps.now(),
+      method: req.method ?? 'GET',
+      path,
+      query: Object.fromEntries(url.searchParams),
+      status: 0,
+    };
+    let reply: Reply;
+    try {
+      if (!inBase) reply = problem(404, 'NOT_FOUND', `no route outside ${prefix}`);
+      else if (isAdmin) reply = await admin(deps, req, path, url.searchParams);
+      else {
+        const latency = deps.faults.current.latencyMs;
+        if (latency > 0) await delay(latency);
+        reply = await api(deps, req, path, url.searchParams, entry);
+      }
+    } catch (err) {
+      if (err instanceof BadBody) reply = problem(400, 'INVALID_BODY', err.message);
+      else if (err instanceof FraudlinkError) reply = problem(400, err.code, err.message);
+      else {
+        deps.logger.error({ err }, 'sandbox request failed');
+        reply = problem(500, 'INTERNAL', 'sandbox failure');
+      }
+    }
+    const reset = !isAdmin && deps.faults.roll(deps.faults.current.resetRate);
+    entry.status = reset ? -1 : reply.status;
+    if (!isAdmin) deps.log.add(entry);
+    if (res.destroyed) return;
+    write(res, reply, reset);
+  };
+}
