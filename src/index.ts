@@ -2,6 +2,14 @@
 
 export * from './errors.ts';
 export {
+  type AlertChange,
+  type AlertState,
+  type ReplayConfig,
+  type ReplayOptions,
+  type ReplayResult,
+  replayAlerts,
+} from './replay/index.ts';
+export {
   createVerificationClient,
   type VerificationClient,
   type VerificationClientConfig,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
-import { AbortedError } from '../errors.ts';
+import { AbortedError, FraudlinkError } from '../errors.ts';
 import { toKafkaError } from './errors.ts';
 import { toIncoming } from './records.ts';
 import type { GroupConsumer, GroupConsumerOptions, IncomingRecord, KafkaAdmin } from './types.ts';
@@ -122,6 +122,7 @@ export async function readTopic(
     failed = reject;
   });
   const position = new Map<number, bigint>();
+  let stopped = false;
   const markEnd = (partition: number, lastOffset: string) => {
     const last = BigInt(lastOffset);
     const prev = position.get(partition) ?? (firstOffset.get(partition) ?? 0n) - 1n;
@@ -151,12 +152,18 @@ export async function readTopic(
     await consumer.run({
       autoCommit: false,
       eachBatch: async ({ batch }) => {
-        if (batch.messages.length === 0) return;
+        if (batch.messages.length === 0 || stopped) return;
         const records = new Array<IncomingRecord>(batch.messages.length);
         for (let i = 0; i < batch.messages.length; i++) {
           records[i] = toIncoming(batch.topic, batch.partition, batch.messages[i] as never);
         }
-        await onRecords(records);
+        try {
+          await onRecords(records);
+        } catch (err) {
+          // The caller's failure ends the read as it is; kafkajs would only retry the batch.
+          stopped = true;
+          failed(err as Error);
+        }
       },
     });
     if (remaining.size === 0) caughtUp();
@@ -171,7 +178,7 @@ export async function readTopic(
     }
   } catch (err) {
     if (err instanceof AbortedError && options.follow) return;
-    throw err instanceof AbortedError ? err : toKafkaError(err, `reading ${topic} failed`);
+    throw err instanceof FraudlinkError ? err : toKafkaError(err, `reading ${topic} failed`);
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
     await consumer.disconnect().catch(() => {});

@@ -62,17 +62,19 @@ export async function connectorHarness(sandboxOptions: SandboxOptions = {}) {
   let events: Collector | undefined;
   const decode = async (records: IncomingRecord[]): Promise<DecodedEvent[]> =>
     Promise.all(
-      records.map(async (r) => {
-        const value = (await independent.decode(r.value as Buffer)) as Record<string, unknown>;
-        return {
-          type: r.headers['event-type']?.toString() ?? '',
-          eventId: String(value.eventId),
-          alertId: String(value.alertId),
-          iban: r.key?.toString() ?? '',
-          value,
-          partition: r.partition,
-        };
-      }),
+      records
+        .filter((r) => r.value !== null)
+        .map(async (r) => {
+          const value = (await independent.decode(r.value as Buffer)) as Record<string, unknown>;
+          return {
+            type: r.headers['event-type']?.toString() ?? '',
+            eventId: String(value.eventId),
+            alertId: String(value.alertId),
+            iban: r.key?.toString() ?? '',
+            value,
+            partition: r.partition,
+          };
+        }),
     );
   /** Every alert's last event matches the sandbox's current row. */
   const matchesSandbox = (decoded: DecodedEvent[]): boolean => {

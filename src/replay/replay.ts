@@ -1,0 +1,150 @@
+import type { KafkaConfig, RegistryConfig } from '../config/index.ts';
+import { DecodeError } from '../errors.ts';
+import {
+  createKafkaClient,
+  createSchemaRegistry,
+  type Decoded,
+  type IncomingRecord,
+} from '../kafka/index.ts';
+import { type Logger, silentLogger } from '../logger.ts';
+import { SchemaNames } from '../schemas.ts';
+
+/** An alert as its last AlertUpserted says (Avro field names; instants as epoch ms). */
+export interface AlertState {
+  eventId: string;
+  alertId: string;
+  iban: string;
+  bic: string | null;
+  qualification: string;
+  qualificationRaw: string | null;
+  reportsCount: number;
+  updatedAt: number;
+  observedAt: number;
+}
+
+export interface AlertChange {
+  type: 'AlertUpserted' | 'AlertDeactivated' | 'Tombstone';
+  iban: string;
+  /** The new state, or null when the alert was removed. */
+  alert: AlertState | null;
+  partition: number;
+  offset: string;
+}
+
+export interface ReplayConfig {
+  kafka: KafkaConfig;
+  registry: RegistryConfig;
+  alertsTopic: string;
+}
+
+export interface ReplayOptions {
+  logger?: Logger;
+  signal?: AbortSignal;
+  /** Skip (and count) records that cannot be decoded instead of stopping. */
+  skipUndecodable?: boolean;
+  /** Go on applying new events after the snapshot, until `signal` aborts. */
+  follow?: boolean;
+  /** Called with the table once the end offsets taken at start are reached. */
+  onSnapshot?: (
+    table: ReadonlyMap<string, AlertState>,
+    counts: { events: number; deactivated: number; skipped: number },
+  ) => void;
+  /** Called for every change applied after the snapshot (follow mode). */
+  onChange?: (change: AlertChange) => void;
+  onProgress?: (progress: { read: bigint; total: bigint }) => void;
+}
+
+export interface ReplayResult {
+  alerts: Map<string, AlertState>;
+  events: number;
+  deactivated: number;
+  skipped: number;
+}
+
+/**
+ * Rebuilds the current alert table from the compacted alerts topic: the last AlertUpserted per IBAN,
+ * removed by a later AlertDeactivated or a tombstone. Memory follows the number of live alerts.
+ */
+export async function replayAlerts(config: ReplayConfig, options: ReplayOptions = {}): Promise<ReplayResult> {
+  const logger = options.logger ?? silentLogger();
+  const kafka = createKafkaClient({ config: config.kafka, logger });
+  const registry = createSchemaRegistry(config.registry);
+  const result: ReplayResult = { alerts: new Map(), events: 0, deactivated: 0, skipped: 0 };
+  let live = false;
+
+  const apply = (record: IncomingRecord, decoded: Decoded | null): void => {
+    const iban = record.key?.toString('utf8') ?? '';
+    let change: AlertChange;
+    if (decoded === null) {
+      result.alerts.delete(iban);
+      change = { type: 'Tombstone', iban, alert: null, partition: record.partition, offset: record.offset };
+    } else if (decoded.name === SchemaNames.AlertUpserted) {
+      const alert = decoded.value as unknown as AlertState;
+      result.alerts.set(iban, alert);
+      change = { type: 'AlertUpserted', iban, alert, partition: record.partition, offset: record.offset };
+    } else if (decoded.name === SchemaNames.AlertDeactivated) {
+      result.alerts.delete(iban);
+      result.deactivated++;
+      change = {
+        type: 'AlertDeactivated',
+        iban,
+        alert: null,
+        partition: record.partition,
+        offset: record.offset,
+      };
+    } else {
+      throw new DecodeError(
+        `${config.alertsTopic} partition ${record.partition} offset ${record.offset} holds a ${decoded.name}`,
+      );
+    }
+    result.events++;
+    if (live) options.onChange?.(change);
+  };
+
+  const decodeOne = async (record: IncomingRecord): Promise<Decoded | null> => {
+    if (record.value === null) return null;
+    try {
+      return registry.decodeCached(record.value) ?? (await registry.decode(record.value));
+    } catch (err) {
+      throw new DecodeError(
+        `${config.alertsTopic} partition ${record.partition} offset ${record.offset} cannot be decoded: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+  };
+
+  await kafka.readTopic(
+    config.alertsTopic,
+    async (records) => {
+      for (const record of records) {
+        let decoded: Decoded | null;
+        try {
+          decoded = await decodeOne(record);
+        } catch (err) {
+          if (!options.skipUndecodable) throw err;
+          result.skipped++;
+          logger.warn(
+            { err, partition: record.partition, offset: record.offset },
+            'skipping an undecodable record',
+          );
+          continue;
+        }
+        apply(record, decoded);
+      }
+    },
+    {
+      ...(options.signal && { signal: options.signal }),
+      ...(options.follow && { follow: true }),
+      ...(options.onProgress && { onProgress: options.onProgress }),
+      onCaughtUp: () => {
+        live = true;
+        options.onSnapshot?.(result.alerts, {
+          events: result.events,
+          deactivated: result.deactivated,
+          skipped: result.skipped,
+        });
+      },
+    },
+  );
+  return result;
+}

@@ -1,0 +1,117 @@
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { loadReplayConfig } from '../../src/config/index.ts';
+import { parseInstant } from '../../src/instant.ts';
+import { type AlertChange, type AlertState, replayAlerts } from '../../src/replay/index.ts';
+import { connectorHarness } from '../connector/harness.ts';
+import { runCli } from '../helpers/cli.ts';
+
+/** The sandbox's active alerts keyed by IBAN, as replay must rebuild them. */
+function expectedTable(rows: readonly object[]) {
+  const table = new Map<string, { alertId: string; updatedAt: number | null }>();
+  for (const row of rows as Record<string, unknown>[]) {
+    if (row.isActive)
+      table.set(String(row.iban), { alertId: String(row.id), updatedAt: parseInstant(row.updatedAt) });
+  }
+  return table;
+}
+
+describe('replay of the compacted alerts topic', () => {
+  it('rebuilds the sandbox state after a connector run, deactivations and tombstones included, and follows new changes', async () => {
+    const h = await connectorHarness({ alerts: 150 });
+    const connector = h.start();
+    h.sandbox.applyChanges(40);
+    await h.converged();
+    const config = loadReplayConfig(h.env);
+    const replay = { kafka: config.kafka, registry: config.registry, alertsTopic: config.alertsTopic };
+
+    const result = await replayAlerts(replay);
+    const expected = expectedTable(h.sandbox.currentRows());
+    expect(result.deactivated).toBeGreaterThan(0);
+    expect(
+      new Map([...result.alerts].map(([iban, a]) => [iban, { alertId: a.alertId, updatedAt: a.updatedAt }])),
+    ).toEqual(expected);
+
+    // A tombstone removes an alert; then follow applies changes made after the snapshot.
+    const [victim] = result.alerts.keys();
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    await producer.send([{ topic: config.alertsTopic, key: victim ?? '', value: null }]);
+    const controller = new AbortController();
+    const changes: AlertChange[] = [];
+    let snapshot: ReadonlyMap<string, AlertState> | undefined;
+    let wake = () => {};
+    const following = replayAlerts(replay, {
+      follow: true,
+      signal: controller.signal,
+      onSnapshot: (table) => {
+        snapshot = new Map(table);
+        wake();
+      },
+      onChange: (c) => {
+        changes.push(c);
+        wake();
+      },
+    });
+    await new Promise<void>((resolve) => {
+      wake = () => snapshot && resolve();
+    });
+    expect(snapshot?.has(victim ?? '')).toBe(false);
+    h.sandbox.applyChanges(10);
+    await new Promise<void>((resolve) => {
+      wake = () => changes.length >= 10 && resolve();
+    });
+    controller.abort();
+    const final = await following;
+    await h.converged();
+    const expectedAfter = expectedTable(h.sandbox.currentRows());
+    expectedAfter.delete(victim ?? '');
+    for (const [iban, alert] of final.alerts)
+      expect(expectedAfter.get(iban)?.updatedAt, iban).toBe(alert.updatedAt);
+    connector.child.kill('SIGTERM');
+    expect(await connector.exited).toBe(0);
+  });
+
+  it('writes JSON Lines or a summary when piped, and stops on an undecodable record unless told to skip it', async () => {
+    const h = await connectorHarness({ alerts: 60 });
+    const connector = h.start();
+    await h.converged();
+    connector.child.kill('SIGTERM');
+    await connector.exited;
+    const env = { ...h.env, LOG_LEVEL: 'warn' };
+
+    const lines = runCli(['replay'], env);
+    expect(await lines.exited).toBe(0);
+    const alerts = lines
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as AlertState);
+    expect(alerts.length).toBe(expectedTable(h.sandbox.currentRows()).size);
+    expect(lines.stderr()).not.toMatch(/\[=*-*\]|ETA/); // no progress bar when stderr is not a terminal
+
+    const summary = runCli(['replay', '--summary'], env);
+    expect(await summary.exited).toBe(0);
+    expect(JSON.parse(summary.stdout())).toMatchObject({ active: alerts.length });
+
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    await producer.send([
+      {
+        topic: h.env.ALERTS_TOPIC,
+        key: 'DE89370400440532013000',
+        value: Buffer.from('not avro'),
+        partition: 0,
+      },
+    ]);
+    const strict = runCli(['replay'], env);
+    expect(await strict.exited).toBe(1);
+    expect(strict.stderr()).toMatch(/DECODE_FAILED: .*partition 0 offset \d+ cannot be decoded/);
+    const lenient = runCli(['replay', '--skip-undecodable', '--summary'], env);
+    expect(await lenient.exited).toBe(0);
+    expect(JSON.parse(lenient.stdout())).toMatchObject({ skipped: 1 });
+
+    const bad = runCli(['replay'], { ...env, KAFKA_BROKERS: 'nohostport' });
+    expect(await bad.exited).toBe(2);
+    expect(bad.stderr()).toContain('KAFKA_BROKERS');
+  });
+});
