@@ -17,11 +17,8 @@ beforeAll(async () => {
     pageSize: 25,
   });
   await sandbox.start();
-  broken = await serve((req, res) =>
-    req.url?.includes('export')
-      ? sendJson(res, 200, { rows: 'not a list' })
-      : (res.writeHead(200, { 'content-type': 'text/plain' }), res.end('ok')),
-  );
+  // Every answer is a 200 whose export envelope is broken.
+  broken = await serve((_req, res) => sendJson(res, 200, { rows: 'not a list' }));
 });
 
 afterAll(async () => {
