@@ -80,7 +80,18 @@ export function errorForTransport(
   // Our bugs (bad arguments to undici included) surface as they are and are never retried.
   if (isProgrammerError(err) || code === 'UND_ERR_INVALID_ARG') return err;
   const where = `${context.method} ${context.path}`;
-  if (state.signal?.aborted) return new AbortedError(`${where} aborted`, { cause: state.signal.reason });
+  if (state.signal?.aborted) {
+    // A caller's `AbortSignal.timeout()` is a time limit, not a cancellation.
+    const reason: unknown = state.signal.reason;
+    if (reason instanceof Error && reason.name === 'TimeoutError') {
+      return new UpstreamTimeoutError(
+        `${where} did not answer before the caller's time limit`,
+        context,
+        reason,
+      );
+    }
+    return new AbortedError(`${where} aborted`, { cause: reason });
+  }
   if (state.deadlineHit)
     return new UpstreamTimeoutError(`${where} did not answer before the deadline`, context, err);
   const reason = err instanceof Error ? err.message : String(err);

@@ -71,6 +71,13 @@ describe('transport failures', () => {
     ).toBeInstanceOf(AbortedError);
   });
 
+  it("reports the expiry of a caller's AbortSignal.timeout as a timeout, not an abort", async () => {
+    const signal = AbortSignal.timeout(1);
+    await new Promise((resolve) => signal.addEventListener('abort', resolve));
+    const error = errorForTransport(withCode('UND_ERR_ABORTED'), context, { signal, deadlineHit: false });
+    expect(error).toBeInstanceOf(UpstreamTimeoutError);
+  });
+
   it('reports our own deadline timer as a timeout', () => {
     const error = errorForTransport(withCode('UND_ERR_ABORTED'), context, { deadlineHit: true });
     expect(error).toBeInstanceOf(UpstreamTimeoutError);
