@@ -1,10 +1,12 @@
 import { Command } from 'commander';
 import { createLogger } from '../logger.ts';
-import { down, findRunningStack, up } from './stack.ts';
+import { defaultStateFile, down, findRunningStack, up } from './stack.ts';
 
 // `npm run stack -- up|down|status`: a local Kafka + schema registry for humans, kept running
 // between commands until `down`.
-const program = new Command('stack').description('local Kafka broker + schema registry for development');
+const program = new Command('stack')
+  .description('local Kafka broker + schema registry for development')
+  .option('--state <file>', 'where the running stack is recorded', defaultStateFile());
 const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'info' });
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 
@@ -12,7 +14,7 @@ program
   .command('up')
   .description('start the stack, or reuse the one already running')
   .action(async () => {
-    const { stack, reused } = await up(logger);
+    const { stack, reused } = await up(logger, program.opts().state);
     const { stop: _stop, ...info } = stack;
     print({ reused, ...info, env: { KAFKA_BROKERS: stack.brokers, SCHEMA_REGISTRY_URL: stack.registryUrl } });
   });
@@ -20,7 +22,7 @@ program
   .command('down')
   .description('stop the stack and remove its data')
   .action(async () => {
-    const info = await down();
+    const info = await down(program.opts().state);
     print(
       info ? { stopped: true, kafkaPid: info.kafkaPid, registryPid: info.registryPid } : { stopped: false },
     );
@@ -29,7 +31,7 @@ program
   .command('status')
   .description('show whether the stack runs and where')
   .action(async () => {
-    const stack = await findRunningStack();
+    const stack = await findRunningStack(program.opts().state);
     if (!stack) {
       print({ running: false });
       process.exitCode = 1;

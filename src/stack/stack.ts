@@ -31,7 +31,8 @@ export interface StartOptions {
   logger?: Logger;
 }
 
-const stateFile = () => join(cacheDir(), 'state.json');
+/** Where `up` records its stack; tests use their own file so they never touch a developer's stack. */
+export const defaultStateFile = () => join(cacheDir(), 'state.json');
 
 function withStop(info: StackInfo): Stack {
   return {
@@ -95,11 +96,11 @@ export async function startStack(options: StartOptions = {}): Promise<Stack> {
 }
 
 /** The stack started by `up`, when it still runs and answers. */
-export async function findRunningStack(): Promise<Stack | undefined> {
-  if (!existsSync(stateFile())) return undefined;
+export async function findRunningStack(stateFile = defaultStateFile()): Promise<Stack | undefined> {
+  if (!existsSync(stateFile)) return undefined;
   let info: StackInfo;
   try {
-    info = JSON.parse(readFileSync(stateFile(), 'utf8')) as StackInfo;
+    info = JSON.parse(readFileSync(stateFile, 'utf8')) as StackInfo;
   } catch {
     return undefined;
   }
@@ -112,26 +113,29 @@ export async function findRunningStack(): Promise<Stack | undefined> {
 }
 
 /** `up`: reuses the running stack or starts one that outlives this process. */
-export async function up(logger?: Logger): Promise<{ stack: Stack; reused: boolean }> {
-  const running = await findRunningStack();
+export async function up(
+  logger?: Logger,
+  stateFile = defaultStateFile(),
+): Promise<{ stack: Stack; reused: boolean }> {
+  const running = await findRunningStack(stateFile);
   if (running) return { stack: running, reused: true };
-  await down();
+  await down(stateFile);
   const stack = await startStack(logger ? { logger } : {});
   const { stop: _stop, ...info } = stack;
-  writeFileSync(stateFile(), JSON.stringify(info, null, 2));
+  writeFileSync(stateFile, JSON.stringify(info, null, 2));
   return { stack, reused: false };
 }
 
 /** `down`: stops the stack started by `up` (also a half-dead one) and forgets it. */
-export async function down(): Promise<StackInfo | undefined> {
-  if (!existsSync(stateFile())) return undefined;
+export async function down(stateFile = defaultStateFile()): Promise<StackInfo | undefined> {
+  if (!existsSync(stateFile)) return undefined;
   let info: StackInfo | undefined;
   try {
-    info = JSON.parse(readFileSync(stateFile(), 'utf8')) as StackInfo;
+    info = JSON.parse(readFileSync(stateFile, 'utf8')) as StackInfo;
   } catch {
     // An unreadable state file names no process to stop.
   }
   if (info) await withStop(info).stop();
-  rmSync(stateFile(), { force: true });
+  rmSync(stateFile, { force: true });
   return info;
 }
