@@ -1,4 +1,5 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { sendJson, serve, type TestServer } from '../api/servers.ts';
@@ -32,21 +33,20 @@ interface Run {
   stderr: string;
 }
 
+const childEnv = (env: Record<string, string> = {}) => ({
+  PATH: process.env.PATH ?? '',
+  API_BASE_URL: sandbox.url,
+  API_KEY: 'cli-key',
+  LOG_LEVEL: 'error',
+  ...env,
+});
+
 function fraudlink(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ['src/cli/main.ts', 'api', ...args],
-      {
-        env: {
-          PATH: process.env.PATH ?? '',
-          API_BASE_URL: sandbox.url,
-          API_KEY: 'cli-key',
-          LOG_LEVEL: 'error',
-          ...env,
-        },
-        maxBuffer: 64 * 1024 * 1024,
-      },
+      { env: childEnv(env), maxBuffer: 64 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
         resolve({ code, stdout, stderr });
@@ -188,5 +188,43 @@ describe('fraudlink api', { timeout: 60_000 }, () => {
     const run = await fraudlink(['export'], { API_BASE_URL: broken.url });
     expect(run.code).toBe(7);
     expect(run.stderr).toContain('UPSTREAM_BAD_RESPONSE');
+  });
+
+  describe('a long walk', () => {
+    const startWalk = async () => {
+      // Slow pages, so that the walk is still running when the test acts on it.
+      sandbox.setFaults({ latencyMs: 100 });
+      const child = spawn(process.execPath, ['src/cli/main.ts', 'api', 'export', '--all'], {
+        env: childEnv(),
+      });
+      const exited = once(child, 'exit') as Promise<[number | null, string | null]>;
+      await once(child.stdout, 'data');
+      return { child, exited };
+    };
+
+    it('stops with exit code 0 on SIGTERM', async () => {
+      try {
+        const { child, exited } = await startWalk();
+        child.kill('SIGTERM');
+        expect(await exited).toEqual([0, null]);
+      } finally {
+        sandbox.setFaults({ latencyMs: 0 });
+      }
+    });
+
+    it('ends quietly with exit code 0 when its reader goes away', async () => {
+      try {
+        const { child, exited } = await startWalk();
+        let stderr = '';
+        child.stderr.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+        });
+        child.stdout.destroy();
+        expect(await exited).toEqual([0, null]);
+        expect(stderr).toBe('');
+      } finally {
+        sandbox.setFaults({ latencyMs: 0 });
+      }
+    });
   });
 });
