@@ -1,0 +1,33 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { isAlive } from '../../src/stack/process.ts';
+
+const start = fileURLToPath(new URL('../../src/dev/start.ts', import.meta.url));
+
+describe('npm start', () => {
+  it('shows events flowing and a verification answer, then stops everything cleanly on SIGINT', async () => {
+    const child = spawn(process.execPath, [start], { stdio: ['ignore', 'pipe', 'pipe'] });
+    onTestFinished(() => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    });
+    let out = '';
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        const flowing = /events published: [1-9]\d*/.test(out);
+        const answered = /last verification: .* -> COMPLETED (MTCH|CMTC|NMTC|NOAP)/.test(out);
+        if (flowing && answered) resolve();
+      });
+      void exited.then((code) => reject(new Error(`npm start exited (${code}) early:\n${out}`)));
+    });
+    expect(out).toContain('fraudlink replay --follow');
+    expect(out).toMatch(/KAFKA_BROKERS=127\.0\.0\.1:\d+/);
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(out).toContain('stopped.');
+    const owned = /kafka pid (\d+), registry pid (\d+)/.exec(out);
+    if (owned) for (const pid of owned.slice(1)) expect(isAlive(Number(pid))).toBe(false);
+  });
+});
