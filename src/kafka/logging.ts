@@ -11,7 +11,15 @@ export function pinoLogCreator(logger: Logger): logCreator {
       const { message, timestamp: _t, logger: _l, ...extra } = log;
       const fields = { namespace, kafkajs: extra };
       // Bounded retries are deliberate: a failed send aborts its whole transaction, so exactly-once holds.
-      if (message.startsWith('Limiting retries for the idempotent producer')) {
+      // CONCURRENT_TRANSACTIONS right after a commit is kafkajs issue #304, retried at once: not an error.
+      const concurrent = (extra as { error?: string }).error?.includes(
+        'another concurrent operation on the same transaction',
+      );
+      if (
+        message.startsWith('Limiting retries for the idempotent producer') ||
+        concurrent ||
+        message.includes('another concurrent operation on the same transaction')
+      ) {
         logger.debug(fields, message);
         return;
       }

@@ -6,6 +6,7 @@ import {
   createSchemaRegistry,
   type Encoder,
   type GroupConsumer,
+  type OutgoingRecord,
   type Producer,
 } from '../kafka/index.ts';
 import { type Logger, silentLogger } from '../logger.ts';
@@ -101,6 +102,30 @@ export async function createVerificationClient(
   await consumer.start();
   const producer: Producer = await kafka.producer();
 
+  // The idempotent producer has one request in flight at a time: requests made while a send is under
+  // way go together in the next one, so concurrency turns into batches instead of a queue.
+  let queued: { record: OutgoingRecord; done: (err?: unknown) => void }[] = [];
+  let sending = false;
+  const drain = async (): Promise<void> => {
+    sending = true;
+    while (queued.length > 0) {
+      const batch = queued;
+      queued = [];
+      try {
+        await producer.send(batch.map((q) => q.record));
+        for (const q of batch) q.done();
+      } catch (err) {
+        for (const q of batch) q.done(err);
+      }
+    }
+    sending = false;
+  };
+  const sendGrouped = (record: OutgoingRecord) =>
+    new Promise<void>((resolve, reject) => {
+      queued.push({ record, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      if (!sending) void drain();
+    });
+
   return {
     get stats() {
       return { ...stats, pending: pending.size };
@@ -130,14 +155,12 @@ export async function createVerificationClient(
         pending.set(correlation, { resolve, reject, timer });
       });
       try {
-        await producer.send([
-          {
-            topic: requestsTopic,
-            key: requestId,
-            value: encoder ? encoder.encode(value) : Buffer.from(JSON.stringify(value)),
-            headers,
-          },
-        ]);
+        await sendGrouped({
+          topic: requestsTopic,
+          key: requestId,
+          value: encoder ? encoder.encode(value) : Buffer.from(JSON.stringify(value)),
+          headers,
+        });
       } catch (err) {
         const waiting = pending.get(correlation);
         if (waiting) clearTimeout(waiting.timer);

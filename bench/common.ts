@@ -1,0 +1,58 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../src/stack/services.ts';
+import { findRunningStack, startStack } from '../src/stack/stack.ts';
+
+export { freePort };
+
+/** The developer's running stack, or one owned by this benchmark process. */
+export async function benchStack(): Promise<{ brokers: string; registryUrl: string; stop(): Promise<void> }> {
+  const running = await findRunningStack();
+  if (running) return { ...running, stop: async () => {} };
+  return startStack({ ownerPid: process.pid });
+}
+
+const main = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+
+export function cli(args: string[], env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, [main, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+/** Peak resident set size of a process, from /proc (Linux). */
+export function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+export async function metric(url: string, name: string): Promise<number> {
+  try {
+    const text = await (await fetch(url)).text();
+    return text
+      .split('\n')
+      .filter((l) => l.startsWith(name))
+      .reduce((t, l) => t + Number(l.split(' ').at(-1)), 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** Polls (a benchmark may) until `check` holds or the time is up. */
+export async function until(check: () => Promise<boolean>, timeoutMs: number, everyMs = 100): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not reached within ${timeoutMs} ms`);
+    await delay(everyMs);
+  }
+}
+
+export function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+export const fmt = (n: number) => Math.round(n).toLocaleString('en-US');

@@ -1,0 +1,109 @@
+// Connector throughput: the sandbox feed (1,000-row pages, a 200,000-row backlog) through the
+// connector into Kafka, beside a bare kafkajs transactional producer sending the same number of
+// pre-encoded records in the same transaction size, in one run on the same broker.
+import { randomUUID } from 'node:crypto';
+import kafkajs from 'kafkajs';
+import { createSandbox } from '../src/sandbox/index.ts';
+import { benchStack, cli, fmt, freePort, metric, peakRssMb, until } from './common.ts';
+
+const TX = 5000;
+
+async function bareProducer(
+  brokers: string,
+  rows: number,
+  sample: { key: string; value: Buffer }[],
+): Promise<number> {
+  const kafka = new kafkajs.Kafka({
+    brokers: [brokers],
+    clientId: 'bench-bare',
+    logLevel: kafkajs.logLevel.NOTHING,
+  });
+  const admin = kafka.admin();
+  await admin.connect();
+  const topic = `bench.bare.${randomUUID().slice(0, 8)}`;
+  await admin.createTopics({ topics: [{ topic, numPartitions: 6, replicationFactor: 1 }] });
+  const producer = kafka.producer({
+    transactionalId: `bench-bare-${randomUUID()}`,
+    idempotent: true,
+    maxInFlightRequests: 1,
+    retry: { initialRetryTime: 20 },
+    createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
+  });
+  await producer.connect();
+  const started = performance.now();
+  for (let sent = 0; sent < rows; sent += TX) {
+    const tx = await producer.transaction();
+    const messages = Array.from(
+      { length: Math.min(TX, rows - sent) },
+      (_, i) => sample[(sent + i) % sample.length] as { key: string; value: Buffer },
+    );
+    await tx.send({ topic, messages, acks: -1 });
+    await tx.commit();
+  }
+  const rate = rows / ((performance.now() - started) / 1000);
+  await producer.disconnect();
+  await admin.deleteTopics({ topics: [topic] }).catch(() => {});
+  await admin.disconnect();
+  return rate;
+}
+
+async function connectorRun(stack: { brokers: string; registryUrl: string }, rows: number) {
+  const sandbox = createSandbox({ port: 0, alerts: rows, changesPerSec: 0, pageSize: 1000, rateLimit: 0 });
+  const { url } = await sandbox.start();
+  const port = await freePort();
+  const prefix = `bench.${randomUUID().slice(0, 8)}`;
+  const child = cli(['connector'], {
+    API_BASE_URL: url,
+    API_KEY: 'sandbox-key',
+    KAFKA_BROKERS: stack.brokers,
+    SCHEMA_REGISTRY_URL: stack.registryUrl,
+    ALERTS_TOPIC: `${prefix}.alerts`,
+    ALERTS_DLQ_TOPIC: `${prefix}.dlq`,
+    CONNECTOR_OFFSETS_TOPIC: `${prefix}.offsets`,
+    CONNECTOR_NAME: prefix,
+    CONNECTOR_TX_MAX_ROWS: String(TX),
+    ALERTS_TOPIC_PARTITIONS: '6',
+    HTTP_HOST: '127.0.0.1',
+    HTTP_PORT: String(port),
+  });
+  const metrics = `http://127.0.0.1:${port}/metrics`;
+  await until(
+    async () => (await metric(metrics, 'fraudlink_connector_rows_published_total')) > 0,
+    120_000,
+    20,
+  );
+  const started = performance.now();
+  const first = await metric(metrics, 'fraudlink_connector_rows_published_total');
+  await until(
+    async () => (await metric(metrics, 'fraudlink_connector_rows_published_total')) >= rows,
+    600_000,
+    50,
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const rss = peakRssMb(child.pid as number);
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+  await sandbox.stop();
+  return { rate: (rows - first) / seconds, rss };
+}
+
+export async function run(): Promise<void> {
+  const rows = Number(process.env.BENCH_ROWS ?? 200_000);
+  const stack = await benchStack();
+  const sample = Array.from({ length: 1000 }, (_, i) => ({
+    key: `DE89370400440532${String(i).padStart(6, '0')}`,
+    value: Buffer.alloc(180, i % 256),
+  }));
+  const bare = await bareProducer(stack.brokers, rows, sample);
+  const connector = await connectorRun(stack, rows);
+  console.log(`rows: ${fmt(rows)}, ${TX} records per transaction`);
+  console.log(`bare kafkajs transactional producer: ${fmt(bare)} records/s`);
+  console.log(`connector (sandbox feed -> Avro -> Kafka):  ${fmt(connector.rate)} rows/s`);
+  console.log(`ratio connector / bare: ${(connector.rate / bare).toFixed(2)} (target >= 0.80)`);
+  console.log(
+    `connector peak RSS: ${connector.rss.toFixed(0)} MB (target < 200 MB at 1,000,000 rows; BENCH_ROWS=${rows})`,
+  );
+  await stack.stop();
+}
+
+if (import.meta.main) await run();

@@ -1,0 +1,98 @@
+// Replay: decoding and applying a topic of 1,000,000 alert events, beside a bare kafkajs consumer
+// reading the same topic without decoding, in one run.
+import { randomUUID } from 'node:crypto';
+import kafkajs from 'kafkajs';
+import { createSchemaRegistry } from '../src/kafka/index.ts';
+import { replayAlerts } from '../src/replay/index.ts';
+import { loadSchema, SchemaNames } from '../src/schemas.ts';
+import { benchStack, fmt } from './common.ts';
+
+export async function run(): Promise<void> {
+  const events = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+  const ibans = Number(process.env.BENCH_IBANS ?? 50_000);
+  const stack = await benchStack();
+  const topic = `bench.replay.${randomUUID().slice(0, 8)}`;
+  const kafka = new kafkajs.Kafka({
+    brokers: [stack.brokers],
+    clientId: 'bench-replay',
+    logLevel: kafkajs.logLevel.NOTHING,
+  });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 6, replicationFactor: 1 }] });
+  const registry = createSchemaRegistry({ url: stack.registryUrl });
+  const upserted = await registry.encoder(topic, loadSchema(SchemaNames.AlertUpserted));
+  const deactivated = await registry.encoder(topic, loadSchema(SchemaNames.AlertDeactivated));
+  const producer = kafka.producer({ createPartitioner: kafkajs.Partitioners.DefaultPartitioner });
+  await producer.connect();
+  const fill = performance.now();
+  for (let sent = 0; sent < events; sent += 10_000) {
+    const messages = Array.from({ length: Math.min(10_000, events - sent) }, (_, i) => {
+      const n = sent + i;
+      const iban = `DE89${String(n % ibans).padStart(18, '0')}`;
+      const value = {
+        eventId: String(n).padStart(64, '0'),
+        alertId: `A-${n % ibans}`,
+        iban,
+        bic: null,
+        qualification: 'CONFIRMED',
+        qualificationRaw: null,
+        reportsCount: n % 7,
+        updatedAt: 1_795_000_000_000 + n,
+        observedAt: 1_795_000_000_000 + n,
+      };
+      return { key: iban, value: n % 10 === 9 ? deactivated.encode(value) : upserted.encode(value) };
+    });
+    await producer.send({ topic, messages });
+  }
+  await producer.disconnect();
+  console.log(
+    `wrote ${fmt(events)} events over ${fmt(ibans)} IBANs in ${((performance.now() - fill) / 1000).toFixed(1)} s`,
+  );
+
+  // Bare kafkajs consumer: no decoding.
+  const consumer = kafka.consumer({
+    groupId: `bench-bare-${randomUUID()}`,
+    maxBytes: 64 * 1024 * 1024,
+    maxBytesPerPartition: 16 * 1024 * 1024,
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  let read = 0;
+  const bareStart = performance.now();
+  await new Promise<void>((resolve) => {
+    void consumer.run({
+      eachBatch: async ({ batch }) => {
+        read += batch.messages.length;
+        if (read >= events) resolve();
+      },
+    });
+  });
+  const bare = events / ((performance.now() - bareStart) / 1000);
+  await consumer.disconnect();
+
+  global.gc?.();
+  const heapBefore = process.memoryUsage().heapUsed;
+  const replayStart = performance.now();
+  const result = await replayAlerts({
+    kafka: { brokers: [stack.brokers], clientId: 'bench', ssl: false },
+    registry: { url: stack.registryUrl },
+    alertsTopic: topic,
+  });
+  const replay = events / ((performance.now() - replayStart) / 1000);
+  global.gc?.();
+  const heapAfter = process.memoryUsage().heapUsed;
+  console.log(`bare kafkajs consumer (no decoding): ${fmt(bare)} records/s`);
+  console.log(
+    `replayAlerts (decode + apply):       ${fmt(replay)} events/s, ${fmt(result.alerts.size)} live alerts`,
+  );
+  console.log(`ratio replay / bare: ${(replay / bare).toFixed(2)} (target >= 0.60)`);
+  console.log(
+    `heap held by the table: ${((heapAfter - heapBefore) / 1024 / 1024).toFixed(1)} MB for ${fmt(result.alerts.size)} alerts (${fmt(events)} events)`,
+  );
+  await admin.deleteTopics({ topics: [topic] }).catch(() => {});
+  await admin.disconnect();
+  await stack.stop();
+}
+
+if (import.meta.main) await run();

@@ -1,0 +1,128 @@
+// Verification through Kafka (requester client -> verifier -> reply) beside direct HTTP calls to the
+// same sandbox at the same concurrency, with a fixed upstream delay; then p99 at 200 requests/s.
+import { randomUUID } from 'node:crypto';
+import { request } from 'undici';
+import { loadVerifierConfig } from '../src/config/index.ts';
+import { createSandbox } from '../src/sandbox/index.ts';
+import { createVerificationClient } from '../src/verifier/index.ts';
+import { benchStack, cli, fmt, freePort, metric, percentile, until } from './common.ts';
+
+const DELAY_MS = 20;
+const CONCURRENCY = 64;
+const N = 3000;
+const IBAN = 'DE89370400440532013000';
+
+async function closedLoop(call: () => Promise<unknown>, n: number, concurrency: number) {
+  const latencies: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        next++;
+        const t = performance.now();
+        await call();
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { rate: n / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+async function openLoop(call: () => Promise<unknown>, perSecond: number, seconds: number) {
+  const latencies: number[] = [];
+  const pending: Promise<void>[] = [];
+  const started = performance.now();
+  for (let i = 0; i < perSecond * seconds; i++) {
+    const due = started + (i * 1000) / perSecond;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const t = performance.now();
+    pending.push(call().then(() => void latencies.push(performance.now() - t)));
+  }
+  await Promise.all(pending);
+  latencies.sort((a, b) => a - b);
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+export async function run(): Promise<void> {
+  const stack = await benchStack();
+  const sandbox = createSandbox({
+    port: 0,
+    alerts: 10,
+    changesPerSec: 0,
+    rateLimit: 0,
+    faults: { latencyMs: DELAY_MS },
+  });
+  const { url } = await sandbox.start();
+  const prefix = `bench-vop-${randomUUID().slice(0, 8)}`;
+  const port = await freePort();
+  const env = {
+    API_BASE_URL: url,
+    API_KEY: 'sandbox-key',
+    KAFKA_BROKERS: stack.brokers,
+    SCHEMA_REGISTRY_URL: stack.registryUrl,
+    VERIFY_REQUESTS_TOPIC: `${prefix}.requests`,
+    VERIFY_REPLIES_TOPIC: `${prefix}.replies.default`,
+    VERIFY_DLQ_TOPIC: `${prefix}.dlq`,
+    VERIFY_GROUP_ID: prefix,
+    VERIFY_REPLY_TOPICS: `^${prefix}\\.replies\\..*`,
+    VERIFY_CONCURRENCY: String(CONCURRENCY),
+    VERIFY_TOPIC_PARTITIONS: '6',
+    HTTP_HOST: '127.0.0.1',
+    HTTP_PORT: String(port),
+  };
+  const config = loadVerifierConfig(env);
+  const verifier = cli(['verifier', '--instance-id', 'bench'], env);
+  await until(
+    async () =>
+      (await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.status,
+        () => 0,
+      )) === 200,
+    60_000,
+  );
+  const client = await createVerificationClient({
+    kafka: config.kafka,
+    registry: config.registry,
+    requestsTopic: config.verifier.requestsTopic,
+    replyTopic: config.verifier.repliesTopic,
+  });
+  const holder = sandbox.holderName(IBAN);
+  const body = JSON.stringify({ iban: IBAN, party: { name: holder } });
+  const direct = () =>
+    request(`${url}/vop/v1/verify`, {
+      method: 'POST',
+      headers: { 'x-api-key': 'sandbox-key', 'content-type': 'application/json' },
+      body,
+    }).then((r) => r.body.json());
+  const viaKafka = () => client.verify({ iban: IBAN, partyName: holder }, { timeoutMs: 30_000 });
+  await closedLoop(viaKafka, 200, CONCURRENCY); // warm-up: JIT, connections, group
+  await closedLoop(direct, 200, CONCURRENCY);
+  const d = await closedLoop(direct, N, CONCURRENCY);
+  const k = await closedLoop(viaKafka, N, CONCURRENCY);
+  const dOpen = await openLoop(direct, 200, 10);
+  const kOpen = await openLoop(viaKafka, 200, 10);
+  const commits = await metric(
+    `http://127.0.0.1:${port}/metrics`,
+    'fraudlink_verifier_batch_commit_seconds_count',
+  );
+  console.log(`upstream delay ${DELAY_MS} ms, concurrency ${CONCURRENCY}, ${fmt(N)} verifications each`);
+  console.log(`direct HTTP:   ${fmt(d.rate)}/s  p50 ${d.p50.toFixed(1)} ms  p99 ${d.p99.toFixed(1)} ms`);
+  console.log(
+    `through Kafka: ${fmt(k.rate)}/s  p50 ${k.p50.toFixed(1)} ms  p99 ${k.p99.toFixed(1)} ms  (${fmt(commits)} transactions)`,
+  );
+  console.log(`ratio Kafka / direct: ${(k.rate / d.rate).toFixed(2)} (target >= 0.90)`);
+  console.log(
+    `at 200 requests/s: direct p99 ${dOpen.p99.toFixed(1)} ms, Kafka p99 ${kOpen.p99.toFixed(1)} ms, added ${(kOpen.p99 - dOpen.p99).toFixed(1)} ms (target <= 20 ms)`,
+  );
+  await client.close();
+  verifier.kill('SIGTERM');
+  await new Promise((r) => verifier.once('exit', r));
+  await sandbox.stop();
+  await stack.stop();
+}
+
+if (import.meta.main) await run();
