@@ -59,7 +59,7 @@ export class Feed {
     return seq;
   }
 
-  /** Counts one more dead entry; call it before appending the alert's new entry. */
+  /** Counts one more dead entry; call it once the alert points at its new entry (compaction asks). */
   superseded(): void {
     this.#dead++;
     if (this.#dead > 1024 && this.#dead > this.#length - this.#dead) this.#compact();

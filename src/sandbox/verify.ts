@@ -6,11 +6,12 @@ export type Match =
   | { partyNameMatch: 'MTCH' | 'NMTC' | 'NOAP' }
   | { partyNameMatch: 'CMTC'; matchedName: string };
 
-/** Lower case, accents and punctuation removed, single spaces. */
+/** Lower case, accents and apostrophes removed (O'Brien = OBrien), other punctuation a space, single spaces. */
 export const normaliseName = (name: string) =>
   name
     .normalize('NFD')
     .replace(/\p{Diacritic}/gu, '')
+    .replace(/['’]/g, '')
     .toLowerCase()
     .replace(/[^\p{L}\p{N} ]/gu, ' ')
     .replace(/\s+/g, ' ')
@@ -46,11 +47,15 @@ export function matchName(iban: string, name: string, holder: string): Match {
   const askedWords = asked.split(' ');
   const knownWords = known.split(' ');
   const sameWords = [...askedWords].sort().join(' ') === [...knownWords].sort().join(' ');
+  // One middle word left out, first and last kept: "Anna Weber" for "Anna Maria Weber".
   const missingMiddle =
-    knownWords.length === 3 &&
-    askedWords.length === 2 &&
+    knownWords.length >= 3 &&
+    askedWords.length === knownWords.length - 1 &&
     askedWords[0] === knownWords[0] &&
-    askedWords[1] === knownWords[2];
+    askedWords.at(-1) === knownWords.at(-1) &&
+    knownWords.some(
+      (_, k) => k > 0 && k < knownWords.length - 1 && knownWords.toSpliced(k, 1).join(' ') === asked,
+    );
   if (sameWords || missingMiddle || editDistance(asked, known) <= 2) {
     return { partyNameMatch: 'CMTC', matchedName: holder };
   }

@@ -119,10 +119,10 @@ export class World {
 
   /** Gives the alert a new feed entry at `at`; its previous one goes dead. */
   #publish(index: number, at: number): void {
-    if ((this.alerts.seq[index] as number) > 0) this.feed.superseded();
-    const seq = this.feed.append(index, at);
-    this.alerts.seq[index] = seq;
-    this.alerts.updatedAt[index] = Math.max(at, this.feed.lastAt);
+    const superseded = (this.alerts.seq[index] as number) > 0;
+    this.alerts.seq[index] = this.feed.append(index, at);
+    this.alerts.updatedAt[index] = this.feed.lastAt;
+    if (superseded) this.feed.superseded();
   }
 
   tenantOf(apiKey: string): Institution | undefined {

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';
+import { FraudlinkError, UsageError } from '../../errors.ts';
 import { createLogger } from '../../logger.ts';
-import { createSandbox, type SandboxFaults } from '../../sandbox/index.ts';
+import { checkFaults } from '../../sandbox/faults.ts';
+import { createSandbox, type Sandbox, type SandboxFaults, type SandboxOptions } from '../../sandbox/index.ts';
 import type { CliContext } from '../context.ts';
 import { collect, integer, untilSignal } from '../options.ts';
 
@@ -13,19 +15,95 @@ const faultNames: Record<string, keyof SandboxFaults> = {
   'malformed-rate': 'malformedRowRate',
 };
 
+/** `--fault NAME=NUMBER`, repeatable; each value checked like the admin endpoint checks it. */
 function fault(value: string, previous: Partial<SandboxFaults> = {}): Partial<SandboxFaults> {
-  const match = /^([a-z0-9-]+)=([0-9.]+)$/.exec(value);
+  const match = /^([a-z0-9-]+)=(\d+(?:\.\d+)?)$/.exec(value.trim());
   const key = match ? faultNames[match[1] ?? ''] : undefined;
   if (!match || !key) {
     throw new InvalidArgumentError(
       `"${value}" is not NAME=NUMBER with NAME one of ${Object.keys(faultNames).join(', ')}`,
     );
   }
-  const n = Number(match[2]);
-  if ((key === 'errorRate' || key === 'resetRate' || key === 'malformedRowRate') && n > 1) {
-    throw new InvalidArgumentError(`${match[1]} is a ratio from 0 to 1`);
+  try {
+    return { ...previous, ...checkFaults({ [key]: Number(match[2]) }) };
+  } catch (err) {
+    throw new InvalidArgumentError(`${match[1]}: ${err instanceof Error ? err.message : String(err)}`);
   }
-  return { ...previous, [key]: n };
+}
+
+function basePath(value: string): string {
+  if (!/^(\/[\w.~-]+)*$/.test(value)) throw new InvalidArgumentError(`"${value}" is not a path like /api`);
+  return value;
+}
+
+interface Flags {
+  host: string;
+  port: number;
+  basePath: string;
+  apiKey: string[];
+  alerts: number;
+  seed: number;
+  changesPerSec: number;
+  pageSize: number;
+  rateLimit: number;
+  cursorParam: string;
+  fault: Partial<SandboxFaults>;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
+}
+
+function readPem(file: string, flag: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    throw new UsageError(`${flag}: cannot read ${file}`, { cause: err });
+  }
+}
+
+function tlsOf(flags: Flags): SandboxOptions['tls'] {
+  if (!flags.tlsCert && !flags.tlsKey) {
+    if (flags.tlsCa) throw new UsageError('--tls-ca needs --tls-cert and --tls-key');
+    return undefined;
+  }
+  if (!flags.tlsCert || !flags.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
+  return {
+    cert: readPem(flags.tlsCert, '--tls-cert'),
+    key: readPem(flags.tlsKey, '--tls-key'),
+    ...(flags.tlsCa && { ca: readPem(flags.tlsCa, '--tls-ca'), requestClientCert: true }),
+  };
+}
+
+async function run(flags: Flags, ctx: CliContext): Promise<void> {
+  const logger = createLogger({ level: String(ctx.env.LOG_LEVEL ?? 'info') }).child({ component: 'sandbox' });
+  let sandbox: Sandbox;
+  try {
+    sandbox = createSandbox({
+      host: flags.host,
+      port: flags.port,
+      basePath: flags.basePath,
+      apiKeys: flags.apiKey,
+      alerts: flags.alerts,
+      seed: flags.seed,
+      changesPerSec: flags.changesPerSec,
+      pageSize: flags.pageSize,
+      rateLimit: flags.rateLimit,
+      cursorParam: flags.cursorParam,
+      faults: flags.fault,
+      logger,
+      tls: tlsOf(flags),
+    });
+  } catch (err) {
+    if (err instanceof FraudlinkError) throw err;
+    throw new UsageError(err instanceof Error ? err.message : String(err), { cause: err });
+  }
+  // Listen for signals before the ready line, so a signal sent right after it is never missed.
+  const signal = untilSignal();
+  const ready = await sandbox.start();
+  ctx.stdout.write(`${JSON.stringify(ready)}\n`);
+  logger.info({ signal: await signal }, 'stopping');
+  await sandbox.stop();
+  ctx.exitCode = 0;
 }
 
 export function registerSandboxCommand(program: Command, ctx: CliContext): void {
@@ -35,19 +113,25 @@ export function registerSandboxCommand(program: Command, ctx: CliContext): void 
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on (0 = any free port)', integer(0, 65_535), 8080)
     .option(
+      '--base-path <path>',
+      'serve under this path prefix, e.g. /api (the printed url includes it)',
+      basePath,
+      '',
+    )
+    .option(
       '--api-key <key>',
       'an accepted API key, one tenant each (repeatable; default sandbox-key)',
       collect,
       [],
     )
-    .option('--alerts <n>', 'seeded alerts', integer(0, 10_000_000), 1000)
-    .option('--seed <n>', 'seed of the data set and of the changes', integer(0), 1)
-    .option('--changes-per-sec <n>', 'steady stream of alert changes (0 = none)', integer(0, 100_000), 5)
-    .option('--page-size <n>', 'rows per export page', integer(1, 100_000), 500)
+    .option('--alerts <n>', 'seeded alerts', integer(0, 50_000_000), 1000)
+    .option('--seed <n>', 'seed of the data set and of the changes', integer(0, 2 ** 32 - 1), 1)
+    .option('--changes-per-sec <n>', 'steady stream of alert changes (0 = none)', integer(0, 1_000_000), 5)
+    .option('--page-size <n>', 'rows per export page', integer(1, 1_000_000), 500)
     .option(
       '--rate-limit <n>',
       'export requests per second per tenant before 429 (0 = unlimited)',
-      integer(0),
+      integer(0, 1_000_000),
       10,
     )
     .option('--cursor-param <name>', 'query parameter of the export cursor', 'cursor')
@@ -57,39 +141,13 @@ export function registerSandboxCommand(program: Command, ctx: CliContext): void 
       fault,
       {},
     )
-    .option('--tls-cert <file>', 'serve HTTPS with this certificate')
-    .option('--tls-key <file>', 'private key of --tls-cert')
+    .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM)')
+    .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
     .option('--tls-ca <file>', 'require client certificates signed by this CA (mutual TLS)')
-    .addHelpText('after', '\nPrints one JSON line {"url","apiKeys"} on stdout when ready; logs go to stderr.')
-    .action(async (opts) => {
-      const logger = createLogger({ level: String(ctx.env.LOG_LEVEL ?? 'info') });
-      if (Boolean(opts.tlsCert) !== Boolean(opts.tlsKey)) {
-        throw new InvalidArgumentError('--tls-cert and --tls-key go together');
-      }
-      const sandbox = createSandbox({
-        host: opts.host,
-        port: opts.port,
-        apiKeys: opts.apiKey,
-        alerts: opts.alerts,
-        seed: opts.seed,
-        changesPerSec: opts.changesPerSec,
-        pageSize: opts.pageSize,
-        rateLimit: opts.rateLimit,
-        cursorParam: opts.cursorParam,
-        faults: opts.fault,
-        logger: logger.child({ component: 'sandbox' }),
-        ...(opts.tlsCert && {
-          tls: {
-            cert: readFileSync(opts.tlsCert),
-            key: readFileSync(opts.tlsKey),
-            ...(opts.tlsCa && { ca: readFileSync(opts.tlsCa), requestClientCert: true }),
-          },
-        }),
-      });
-      const signal = untilSignal();
-      const ready = await sandbox.start();
-      ctx.stdout.write(`${JSON.stringify(ready)}\n`);
-      await signal;
-      await sandbox.stop();
-    });
+    .addHelpText(
+      'after',
+      '\nPrints one JSON line {"url","apiKeys"} on stdout when ready (url = API_BASE_URL); logs go to stderr.\n' +
+        'Runs until SIGTERM or SIGINT, then exits 0. Admin endpoints: see src/sandbox/README.md.',
+    )
+    .action((flags: Flags) => run(flags, ctx));
 }

@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.ts';
+import { call, exportPath } from './helpers.ts';
+
+/** Resolves with the first stdout line once it is complete. */
+async function readyLine(cli: ReturnType<typeof runCli>): Promise<{ url: string; apiKeys: string[] }> {
+  const { stdout } = cli.child;
+  if (!stdout) throw new Error('no stdout');
+  while (!cli.stdout().includes('\n')) {
+    await new Promise<void>((resolve, reject) => {
+      stdout.once('data', () => resolve());
+      cli.exited.then((code) => reject(new Error(`exited ${code}: ${cli.stderr()}`)));
+    });
+  }
+  return JSON.parse(cli.stdout().split('\n')[0] as string);
+}
+
+describe('fraudlink sandbox', () => {
+  it('prints one ready JSON line, serves the API under a base path, logs JSON on stderr and exits 0 on SIGTERM', async () => {
+    const cli = runCli(
+      [
+        'sandbox',
+        '--port',
+        '0',
+        '--alerts',
+        '40',
+        '--api-key',
+        'k1',
+        '--api-key',
+        'k2',
+        '--base-path',
+        '/api',
+      ],
+      {},
+    );
+    const ready = await readyLine(cli);
+    expect(ready).toEqual({
+      url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/api$/),
+      apiKeys: ['k1', 'k2'],
+    });
+    const page = await call(ready.url, exportPath({}), { key: 'k2' });
+    expect(page.status).toBe(200);
+    expect((page.body as { rows: unknown[] }).rows).toHaveLength(40);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+    expect(cli.stdout().trim().split('\n')).toHaveLength(1);
+    const logs = cli
+      .stderr()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(logs).toContainEqual(expect.objectContaining({ msg: 'sandbox ready', component: 'sandbox' }));
+  });
+
+  it('applies faults given on the command line and stops on SIGINT with exit code 0', async () => {
+    const cli = runCli(
+      ['sandbox', '--port', '0', '--alerts', '5', '--fault', 'error-rate=1', '--fault', 'latency=1'],
+      {},
+    );
+    const ready = await readyLine(cli);
+    expect((await call(ready.url, exportPath({}), { key: 'sandbox-key' })).status).toBe(503);
+    expect((await call(ready.url, '/__admin/faults')).body).toMatchObject({ errorRate: 1, latencyMs: 1 });
+    cli.child.kill('SIGINT');
+    expect(await cli.exited).toBe(0);
+  });
+
+  const bad: [string, string[]][] = [
+    ['a negative alert count', ['--alerts', '-3']],
+    ['a port that is not a number', ['--port', 'eighty']],
+    ['an unknown fault', ['--fault', 'gremlins=1']],
+    ['a rate above 1', ['--fault', 'error-rate=1.5']],
+    ['a TLS certificate without its key', ['--tls-cert', '/nonexistent.pem']],
+    ['an unknown flag', ['--colour']],
+  ];
+  for (const [what, args] of bad) {
+    it(`exits 2 with a message for ${what}`, async () => {
+      const cli = runCli(['sandbox', '--port', '0', '--alerts', '5', ...args], {});
+      expect(await cli.exited).toBe(2);
+      expect(cli.stderr()).toMatch(/\w/);
+      expect(cli.stdout()).toBe('');
+    });
+  }
+});

@@ -1,0 +1,178 @@
+import { isValidIBAN } from 'ibantools';
+import { describe, expect, it } from 'vitest';
+import { call, epochOf, exportPage, exportPath, type Row, startSandbox, versionOf, walk } from './helpers.ts';
+
+const FIELDS = ['bic', 'iban', 'id', 'isActive', 'qualification', 'reportsCount', 'updatedAt'];
+
+describe('export feed', () => {
+  it('walks with the cursor to a null nextCursor and serves every alert exactly once', async () => {
+    const sandbox = await startSandbox({ alerts: 230, pageSize: 25 });
+    const { rows, pages } = await walk(sandbox);
+    expect(pages).toBe(10);
+    const ids = rows.map((r) => String(r.id));
+    expect(new Set(ids).size).toBe(230);
+    expect(ids.sort()).toEqual(
+      sandbox
+        .currentRows()
+        .map((r) => String(r.id))
+        .sort(),
+    );
+  });
+
+  it('serves rows with exactly the seven fields, in non-decreasing updatedAt order', async () => {
+    const sandbox = await startSandbox({ alerts: 300, pageSize: 1000 });
+    const { rows } = await walk(sandbox);
+    for (const row of rows) expect(Object.keys(row).sort()).toEqual(FIELDS);
+    const times = rows.map((r) => epochOf(r.updatedAt));
+    expect(times.every((t, k) => k === 0 || t >= (times[k - 1] as number))).toBe(true);
+    expect(rows.every((r) => isValidIBAN(String(r.iban)))).toBe(true);
+  });
+
+  it('serves ids as strings and as numbers, updatedAt as ISO-8601 with milliseconds and as epoch ms', async () => {
+    const sandbox = await startSandbox({ alerts: 100 });
+    const { rows } = await walk(sandbox);
+    expect(rows.some((r) => typeof r.id === 'number')).toBe(true);
+    expect(rows.filter((r) => typeof r.id === 'string').length).toBeGreaterThan(rows.length / 2);
+    expect(rows.some((r) => typeof r.updatedAt === 'number')).toBe(true);
+    const iso = rows.filter((r) => typeof r.updatedAt === 'string').map((r) => r.updatedAt as string);
+    expect(iso.length).toBeGreaterThan(rows.length / 2);
+    for (const at of iso) expect(at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  });
+
+  it('answers nextCursor null on the page that reaches the end, even when the page is full', async () => {
+    const sandbox = await startSandbox({ alerts: 10, pageSize: 10 });
+    const page = await exportPage(sandbox, 'sandbox-key');
+    expect(page.rows).toHaveLength(10);
+    expect(page.nextCursor).toBeNull();
+  });
+
+  it('resumes after updatedAfter, which is exclusive', async () => {
+    const sandbox = await startSandbox({ alerts: 200, pageSize: 30 });
+    const all = (await walk(sandbox)).rows;
+    const mark = epochOf(all[120]?.updatedAt);
+    const { rows } = await walk(sandbox, 'sandbox-key', { updatedAfter: new Date(mark).toISOString() });
+    expect(rows.map(versionOf)).toEqual(all.filter((r) => epochOf(r.updatedAt) > mark).map(versionOf));
+  });
+
+  it('serves every row of a millisecond that several rows share, to a walk and to updatedAfter = that ms - 1', async () => {
+    const sandbox = await startSandbox({ alerts: 500, pageSize: 7 });
+    const all = (await walk(sandbox)).rows;
+    const counts = new Map<number, number>();
+    for (const r of all) counts.set(epochOf(r.updatedAt), (counts.get(epochOf(r.updatedAt)) ?? 0) + 1);
+    const [ms, size] = [...counts].sort((a, b) => b[1] - a[1])[0] as [number, number];
+    expect(size).toBeGreaterThan(2);
+    const { rows } = await walk(sandbox, 'sandbox-key', { updatedAfter: new Date(ms - 1).toISOString() });
+    expect(rows.filter((r) => epochOf(r.updatedAt) === ms)).toHaveLength(size);
+  });
+
+  it('gives changes applied together one shared millisecond at the end of the feed', async () => {
+    const sandbox = await startSandbox({ alerts: 50 });
+    const before = (await walk(sandbox)).rows;
+    const last = epochOf(before.at(-1)?.updatedAt);
+    sandbox.applyChanges(12);
+    const { rows } = await walk(sandbox, 'sandbox-key', { updatedAfter: new Date(last).toISOString() });
+    expect(rows.length).toBeGreaterThan(1);
+    expect(new Set(rows.map((r) => epochOf(r.updatedAt))).size).toBe(1);
+  });
+
+  it('shows a change made during a walk later in the same walk, and every final state exactly once', async () => {
+    const sandbox = await startSandbox({ alerts: 400, pageSize: 20 });
+    const served = new Map<string, number>();
+    const { rows } = await walk(sandbox, 'sandbox-key', {}, (page) => {
+      if (page % 3 === 0) sandbox.applyChanges(15);
+    });
+    for (const r of rows) served.set(versionOf(r), (served.get(versionOf(r)) ?? 0) + 1);
+    expect([...served.values()].every((n) => n === 1)).toBe(true);
+    const finals = sandbox.currentRows();
+    expect(finals.length).toBeGreaterThan(400);
+    for (const row of finals) expect(served.has(versionOf(row as Row))).toBe(true);
+    // An alert seen twice was changed after it was served: its later version comes later.
+    const lastSeen = new Map<string, number>();
+    rows.forEach((r, k) => {
+      lastSeen.set(String(r.id), k);
+    });
+    expect(rows.filter((r, k) => lastSeen.get(String(r.id)) !== k).length).toBeGreaterThan(0);
+  });
+
+  it('serves deactivations as rows with isActive false, and reactivations', async () => {
+    const sandbox = await startSandbox({ alerts: 100 });
+    const before = new Map(sandbox.currentRows().map((r) => [String(r.id), r.isActive]));
+    const last = Math.max(...sandbox.currentRows().map((r) => epochOf(r.updatedAt)));
+    sandbox.applyChanges(150);
+    const { rows } = await walk(sandbox, 'sandbox-key', { updatedAfter: new Date(last).toISOString() });
+    const flips = rows.filter((r) => before.has(String(r.id)) && before.get(String(r.id)) !== r.isActive);
+    expect(flips.some((r) => r.isActive === false)).toBe(true);
+    expect(flips.some((r) => r.isActive === true)).toBe(true);
+  });
+
+  it('puts a malformed row after each change when the fault is on, cycling through the DLQ rules', async () => {
+    const sandbox = await startSandbox({ alerts: 20 });
+    const last = Math.max(...sandbox.currentRows().map((r) => epochOf(r.updatedAt)));
+    sandbox.setFaults({ malformedRowRate: 1 });
+    sandbox.applyChanges(6);
+    sandbox.setFaults({ malformedRowRate: 0 });
+    const { rows } = await walk(sandbox, 'sandbox-key', { updatedAfter: new Date(last).toISOString() });
+    const bad = rows.filter((r) => !('id' in r) || String(r.id).startsWith('BAD-'));
+    expect(rows).toHaveLength(12);
+    expect(bad).toHaveLength(6);
+    const broken = bad.map((r) => {
+      if (!('id' in r)) return 'missing-id';
+      if (!('iban' in r)) return 'missing-iban';
+      if (!isValidIBAN(String(r.iban))) return 'invalid-iban';
+      if (r.updatedAt === 'yesterday') return 'bad-updated-at';
+      if (typeof r.isActive !== 'boolean') return 'bad-is-active';
+      const n = r.reportsCount as number;
+      return Number.isInteger(n) && n >= 0 && n < 2 ** 31 ? 'valid' : 'bad-reports-count';
+    });
+    expect(broken.sort()).toEqual(
+      [
+        'bad-is-active',
+        'bad-reports-count',
+        'bad-updated-at',
+        'invalid-iban',
+        'missing-iban',
+        'missing-id',
+      ].sort(),
+    );
+    // Each malformed row sits right after the change that emitted it.
+    rows.forEach((r, k) => {
+      expect(bad.includes(r)).toBe(k % 2 === 1);
+    });
+  });
+
+  it('serves malformed rows injected on demand, each with its own feed entry', async () => {
+    const sandbox = await startSandbox({ alerts: 5 });
+    expect(sandbox.injectMalformedRow('bad-is-active')).toBe('bad-is-active');
+    const { rows } = await walk(sandbox);
+    expect(rows).toHaveLength(6);
+    expect(rows.at(-1)).toMatchObject({ isActive: 'yes', qualification: 'PENDING' });
+    expect(sandbox.currentRows()).toHaveLength(5);
+  });
+
+  it('reads the cursor under the configured parameter name', async () => {
+    const sandbox = await startSandbox({ alerts: 30, pageSize: 10, cursorParam: 'after' });
+    const first = (await call(sandbox.url, exportPath({}), { key: 'sandbox-key' })).body as {
+      nextCursor: string;
+    };
+    const second = await call(sandbox.url, exportPath({ cursor: first.nextCursor }, 'after'), {
+      key: 'sandbox-key',
+    });
+    expect(second.status).toBe(200);
+    expect((second.body as { rows: Row[] }).rows[0]).not.toEqual(
+      (first as unknown as { rows: Row[] }).rows[0],
+    );
+  });
+
+  it('answers 400 with a JSON error for a cursor it never issued and for an updatedAfter that is not an instant', async () => {
+    const sandbox = await startSandbox({ alerts: 5 });
+    for (const from of [
+      { cursor: 'bm9wZQ' },
+      { updatedAfter: 'yesterday' },
+      { updatedAfter: '2026-11-22' },
+    ]) {
+      const answer = await call(sandbox.url, exportPath(from), { key: 'sandbox-key' });
+      expect(answer.status).toBe(400);
+      expect(answer.body).toEqual({ code: expect.any(String), message: expect.any(String) });
+    }
+  });
+});
