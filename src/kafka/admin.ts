@@ -1,5 +1,6 @@
 import kafkajs, { type Admin, type ITopicConfig } from 'kafkajs';
-import { TopicConfigMismatchError } from '../errors.ts';
+import { KafkaError, TopicConfigMismatchError } from '../errors.ts';
+import { retry } from '../retry.ts';
 import { toKafkaError } from './errors.ts';
 import type { KafkaAdmin, TopicSpec } from './types.ts';
 
@@ -67,11 +68,29 @@ export function wrapAdmin(admin: Admin): KafkaAdmin {
         }));
         // Another instance may create the same topics at the same moment: an existing topic is then
         // checked like any other below.
-        await call('create topics', () => admin.createTopics({ topics, waitForLeaders: true })).catch(
+        await call('create topics', () => admin.createTopics({ topics, waitForLeaders: false })).catch(
           (err: unknown) => {
             if (!/already exists/i.test(String((err as Error).message))) throw err;
           },
         );
+        // A new topic's metadata reaches the broker a moment after CreateTopics returns, under load
+        // later than kafkajs's own wait allows: wait here, bounded, until every partition has a leader.
+        await retry(
+          async () => {
+            const { topics: found } = await admin.fetchTopicMetadata({ topics: missing.map((s) => s.topic) });
+            const ready = found.filter(
+              (t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0),
+            );
+            if (ready.length < missing.length) {
+              throw new KafkaError(`topics not ready yet: ${missing.map((s) => s.topic).join(', ')}`, {
+                retriable: true,
+              });
+            }
+          },
+          { retries: 40, initialDelayMs: 50, maxDelayMs: 1000, shouldRetry: () => true },
+        ).catch((err: unknown) => {
+          throw toKafkaError(err, 'waiting for new topics');
+        });
       }
       await checkExisting(specs);
     },
