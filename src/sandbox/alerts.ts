@@ -18,11 +18,14 @@ export interface ExportRow {
 // SPEC §8 allows ids as numbers and updatedAt as epoch ms; a fixed share of alerts use each form,
 // always the same alerts, so clients meet both.
 const NUMERIC_ID_BASE = 100_000;
+const ZEROS = '00000000';
 export const hasNumericId = (index: number) => index % 7 === 3;
 export const hasEpochUpdatedAt = (index: number) => index % 11 === 5;
 
 export function alertIdOf(index: number): string | number {
-  return hasNumericId(index) ? NUMERIC_ID_BASE + index : `ALR-${String(index + 1).padStart(8, '0')}`;
+  if (hasNumericId(index)) return NUMERIC_ID_BASE + index;
+  const n = String(index + 1);
+  return n.length >= 8 ? `ALR-${n}` : `ALR-${ZEROS.slice(n.length)}${n}`;
 }
 
 /** The index of the alert with this id (as text, the way it arrives in a path), if any. */
@@ -33,6 +36,10 @@ export function alertIndexOf(id: string, length: number): number | undefined {
   if (!Number.isSafeInteger(index) || index < 0 || index >= length) return undefined;
   return hasNumericId(index) === numeric ? index : undefined;
 }
+
+const DAY = 86_400_000;
+const TWO = Array.from({ length: 60 }, (_, n) => String(n).padStart(2, '0'));
+const THREE = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, '0'));
 
 /**
  * Every alert as columns of typed arrays rather than one object each: a million alerts then cost
@@ -55,6 +62,9 @@ export class AlertTable {
   updatedAt = new Float64Array(0);
   /** Sequence number of the alert's live feed entry. */
   seq = new Float64Array(0);
+  // The date part of the last day formatted: feed rows come in time order, so most rows reuse it.
+  #isoDay = Number.NaN;
+  #isoPrefix = '';
 
   constructor(capacity: number) {
     this.#resize(Math.max(16, capacity));
@@ -84,6 +94,22 @@ export class AlertTable {
     return QUALIFICATIONS[this.qualification[index] ?? 0] ?? 'PENDING';
   }
 
+  /** ISO-8601 with milliseconds, as Date#toISOString, at a fraction of its cost (one Date per day). */
+  iso(ms: number): string {
+    const day = Math.floor(ms / DAY);
+    if (day !== this.#isoDay) {
+      this.#isoDay = day;
+      this.#isoPrefix = new Date(day * DAY).toISOString().slice(0, 11);
+    }
+    let rest = ms - day * DAY;
+    const h = Math.floor(rest / 3_600_000);
+    rest -= h * 3_600_000;
+    const m = Math.floor(rest / 60_000);
+    rest -= m * 60_000;
+    const sec = Math.floor(rest / 1000);
+    return `${this.#isoPrefix}${TWO[h]}:${TWO[m]}:${TWO[sec]}.${THREE[rest - sec * 1000]}Z`;
+  }
+
   /**
    * The alert's export row as JSON, built by hand: every value is a number, a boolean or a string
    * of letters and digits, so nothing needs escaping, and it is several times faster than
@@ -92,7 +118,7 @@ export class AlertTable {
   rowJson(index: number, institutions: readonly Institution[]): string {
     const id = hasNumericId(index) ? alertIdOf(index) : `"${alertIdOf(index)}"`;
     const at = this.updatedAt[index] ?? 0;
-    const updatedAt = hasEpochUpdatedAt(index) ? at : `"${new Date(at).toISOString()}"`;
+    const updatedAt = hasEpochUpdatedAt(index) ? at : `"${this.iso(at)}"`;
     const bic = institutions[this.holder[index] ?? 0]?.bic ?? '';
     return `{"id":${id},"iban":"${this.iban[index]}","bic":"${bic}","qualification":"${this.qualificationOf(index)}","reportsCount":${this.reports[index]},"updatedAt":${updatedAt},"isActive":${this.active[index] === 1}}`;
   }
