@@ -81,8 +81,8 @@ export function reportsOf(world: World, index: number): Report[] {
   return reports;
 }
 
-function derivedList<T>(count: number, make: (k: number, h: number) => T): T[] {
-  return Array.from({ length: count }, (_, k) => make(k, hash(count, k, 3)));
+function derivedList<T>(seedHash: number, count: number, make: (k: number, h: number) => T): T[] {
+  return Array.from({ length: count }, (_, k) => make(k, hash(seedHash, k, 3)));
 }
 
 /** The full alert of GET /sharing/v1/alerts/{alertId}. */
@@ -90,26 +90,29 @@ export function fullAlertOf(world: World, index: number): Record<string, unknown
   const a = world.alerts;
   const h = hash(world.seed, index, 4);
   const created = a.createdAt[index] ?? 0;
+  // Notes and comments fall between creation and the last update.
+  const between = (k: number, stepMs: number) =>
+    iso(Math.min(created + (k + 1) * stepMs, a.updatedAt[index] ?? 0));
   const holder = world.institutions[a.holder[index] ?? 0] as Institution;
   const iban = a.iban[index] as string;
   return {
     ...summaryOf(world, index),
     holder: { institution: holder.id, institutionName: holder.name, name: holderNameFor(iban) },
     reports: reportsOf(world, index),
-    qualificationNotes: derivedList(h % 3, (k, kh) => ({
+    qualificationNotes: derivedList(h, h % 3, (k, kh) => ({
       author: holder.id,
       note: HOLDER_NOTES[(h + kh) % HOLDER_NOTES.length],
-      addedAt: iso(created + (k + 1) * 3_600_000),
+      addedAt: between(k, 3_600_000),
     })),
-    participantObservations: derivedList((h >>> 4) % 3, (k, kh) => ({
+    participantObservations: derivedList(h + 1, (h >>> 4) % 3, (k, kh) => ({
       participant: world.institutions[(h + kh) % world.institutions.length]?.id,
       observation: OBSERVATIONS[(h + k) % OBSERVATIONS.length],
-      observedAt: iso(created + (k + 1) * 5_400_000),
+      observedAt: between(k, 5_400_000),
     })),
-    comments: derivedList((h >>> 8) % 4, (k, kh) => ({
+    comments: derivedList(h + 2, (h >>> 8) % 4, (k, kh) => ({
       author: world.institutions[(kh + k) % world.institutions.length]?.id,
       text: COMMENTS[(h + k) % COMMENTS.length],
-      createdAt: iso(created + (k + 1) * 7_200_000),
+      createdAt: between(k, 7_200_000),
     })),
   };
 }
