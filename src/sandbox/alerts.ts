@@ -60,6 +60,8 @@ export class AlertTable {
   authorMask = new Uint32Array(0);
   createdAt = new Float64Array(0);
   updatedAt = new Float64Array(0);
+  /** When a change last added a report (0 when none did): bounds the derived report times. */
+  lastReportAt = new Float64Array(0);
   /** Sequence number of the alert's live feed entry. */
   seq = new Float64Array(0);
   // The date part of the last day formatted: feed rows come in time order, so most rows reuse it.
@@ -87,6 +89,7 @@ export class AlertTable {
     this.authorMask = grown(this.authorMask, capacity);
     this.createdAt = grown(this.createdAt, capacity);
     this.updatedAt = grown(this.updatedAt, capacity);
+    this.lastReportAt = grown(this.lastReportAt, capacity);
     this.seq = grown(this.seq, capacity);
   }
 

@@ -53,20 +53,29 @@ export function summaryOf(world: World, index: number): Record<string, unknown> 
   };
 }
 
-/** An alert's reports, derived from the seed and its count; reports added by changes keep their time. */
+/**
+ * An alert's reports, derived from the seed and its count. Seeded reports are `step` apart from the
+ * alert's creation; reports added by changes spread evenly up to the last one's time, so memory stays
+ * one number per alert however many changes arrive.
+ */
 export function reportsOf(world: World, index: number): Report[] {
   const a = world.alerts;
   const id = alertIdOf(index);
   const initial = a.initialReports[index] ?? 1;
-  const added = world.addedReports.get(index) ?? [];
+  const count = a.reports[index] ?? 0;
   const step = reportStepMs(world.seed, index);
+  const lastSeeded = (a.createdAt[index] ?? 0) + (initial - 1) * step;
+  const addedSpan = (a.lastReportAt[index] ?? 0) - lastSeeded;
   const reports: Report[] = [];
-  for (let r = 0; r < (a.reports[index] ?? 0); r++) {
+  for (let r = 0; r < count; r++) {
     const author = world.institutions[
       reportAuthor(world.seed, index, r, world.institutions.length)
     ] as Institution;
     const h = hash(world.seed, index, r, 2);
-    const at = r < initial ? (a.createdAt[index] ?? 0) + r * step : (added[r - initial] ?? 0);
+    const at =
+      r < initial
+        ? (a.createdAt[index] ?? 0) + r * step
+        : lastSeeded + Math.round((addedSpan * (r - initial + 1)) / (count - initial));
     reports.push({
       id: `${id}-R${r + 1}`,
       author: author.id,

@@ -43,8 +43,6 @@ export class World {
   readonly institutions: Institution[];
   readonly alerts: AlertTable;
   readonly feed: Feed;
-  /** When each report added by a change arrived, per alert (seeded reports are derived). */
-  readonly addedReports = new Map<number, number[]>();
   readonly #malformed: string[] = [];
   readonly #tenants: Map<string, Institution>;
   readonly #rand: Rand;
@@ -153,9 +151,7 @@ export class World {
     const index = Math.floor(this.#rand() * alerts.length);
     if (roll < 0.5) {
       this.#addReport(index);
-      const added = this.addedReports.get(index) ?? [];
-      added.push(at);
-      this.addedReports.set(index, added);
+      alerts.lastReportAt[index] = at;
       const kind = this.#rand();
       if (kind < 0.3) alerts.sightings[index] = (alerts.sightings[index] as number) + 1;
       else if (kind < 0.4) alerts.falsePositives[index] = (alerts.falsePositives[index] as number) + 1;

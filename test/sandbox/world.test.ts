@@ -1,5 +1,6 @@
 import { isValidIBAN } from 'ibantools';
 import { describe, expect, it } from 'vitest';
+import { reportsOf } from '../../src/sandbox/details.ts';
 import { encodeCursor, Feed } from '../../src/sandbox/feed.ts';
 import { prng } from '../../src/sandbox/prng.ts';
 import { World } from '../../src/sandbox/world.ts';
@@ -32,6 +33,21 @@ describe('seeded data', () => {
     const times = rows.map((r) => (typeof r.updatedAt === 'number' ? r.updatedAt : Date.parse(r.updatedAt)));
     const shared = times.filter((t, k) => k > 0 && t === times[k - 1]).length;
     expect(shared).toBeGreaterThan(100);
+  });
+
+  it('derives as many reports as reportsCount, in time order, none after the last update', () => {
+    let now = at;
+    const w = new World({ apiKeys: ['a'], alerts: 30, seed: 2, now: () => now });
+    for (let k = 0; k < 60; k++) {
+      now += 1000;
+      w.applyChanges(1);
+    }
+    for (let i = 0; i < w.alerts.length; i++) {
+      const times = reportsOf(w, i).map((r) => Date.parse(r.reportedAt));
+      expect(times).toHaveLength(w.alerts.reports[i] as number);
+      expect(times).toEqual([...times].sort((x, y) => x - y));
+      expect(Math.max(...times)).toBeLessThanOrEqual(w.alerts.updatedAt[i] as number);
+    }
   });
 
   it('never moves updatedAt backwards when the clock does', () => {
