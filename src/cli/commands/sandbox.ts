@@ -76,6 +76,9 @@ function tlsOf(flags: Flags): SandboxOptions['tls'] {
 
 async function run(flags: Flags, ctx: CliContext): Promise<void> {
   const logger = createLogger({ level: String(ctx.env.LOG_LEVEL ?? 'info') }).child({ component: 'sandbox' });
+  // Listen for signals first: seeding a large backlog takes seconds, and a signal meanwhile must
+  // still end in a clean exit 0, as must one sent right after the ready line.
+  const signal = untilSignal();
   let sandbox: Sandbox;
   try {
     sandbox = createSandbox({
@@ -97,8 +100,6 @@ async function run(flags: Flags, ctx: CliContext): Promise<void> {
     if (err instanceof FraudlinkError) throw err;
     throw new UsageError(err instanceof Error ? err.message : String(err), { cause: err });
   }
-  // Listen for signals before the ready line, so a signal sent right after it is never missed.
-  const signal = untilSignal();
   const ready = await sandbox.start();
   ctx.stdout.write(`${JSON.stringify(ready)}\n`);
   logger.info({ signal: await signal }, 'stopping');
