@@ -99,7 +99,12 @@ describe('retries', () => {
         { deadline, onRetry: (info) => retries.push(info) },
       )
       .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(UpstreamUnavailableError);
+    // Usually the last 503 is returned because the next wait would pass the deadline; on a loaded
+    // machine the last attempt may instead still be in flight at the deadline and be cut off.
+    if (!(error instanceof UpstreamUnavailableError)) {
+      expect(error).toBeInstanceOf(UpstreamTimeoutError);
+      expect((error as Error).message).toContain('deadline');
+    }
     expect(statuses().length).toBe(retries.length + 1);
   });
 

@@ -27,13 +27,16 @@ describe('connector against the sandbox, a real broker and a real registry', () 
   it('loses and duplicates nothing when killed with SIGKILL at random moments and restarted', async () => {
     const h = await connectorHarness({ alerts: 600, pageSize: 40 });
     const uncommitted = await collect(h.kafka, h.env.ALERTS_TOPIC, 'read_uncommitted');
+    const committed = await h.events();
     let seen = 0;
     for (let kill = 0; kill < 6; kill++) {
       const connector = h.start();
-      // Kill once the broker holds a few more records, often in the middle of a transaction.
+      // Kill once the broker holds a few more records, often in the middle of a transaction; the
+      // first time only after a commit, so that no restart may legitimately read from the start.
       seen += 1 + Math.floor(Math.random() * 120);
       h.sandbox.applyChanges(10);
       await uncommitted.until((r) => r.length >= seen);
+      if (kill === 0) await committed.until((r) => r.length >= 1);
       connector.child.kill('SIGKILL');
       expect(await connector.exited).toBe('SIGKILL');
     }
