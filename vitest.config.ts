@@ -21,8 +21,9 @@ export default defineConfig({
           globalSetup: ['test/setup/stack.ts'],
           testTimeout: 120_000,
           hookTimeout: 180_000,
-          // Two cores: run integration files one or two at a time so the broker is not starved.
-          maxWorkers: 2,
+          // Two cores: one integration file at a time, so neither the broker nor the processes under
+          // test are starved (starved heartbeats mean rebalances, and flaky tests).
+          maxWorkers: 1,
         },
       },
     ],

@@ -58,7 +58,14 @@ export async function main(argv: string[], ctx: Partial<CliContext> = {}): Promi
 
 // Run directly (`node src/cli/main.ts ...`), as tests and npm scripts do before a build exists.
 if (import.meta.main) {
-  main(process.argv).then((code) => {
-    process.exitCode = code;
-  });
+  main(process.argv).then(exitWith);
+}
+
+/**
+ * Ends the process with `code`. A failed command exits at once (after stdout drains): a Kafka client
+ * or timer left behind by the failure must not keep a half-stopped component alive.
+ */
+export function exitWith(code: number): void {
+  process.exitCode = code;
+  if (code !== 0) process.stdout.write('', () => process.exit(code));
 }

@@ -22,8 +22,19 @@ const logger = createLogger({ level: 'info', destination: pino.destination({ des
 const tty = Boolean(process.stdout.isTTY);
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
-say('fraudlink: starting a local Kafka broker and schema registry…');
-const running = await findRunningStack();
+// An existing cluster may be named with KAFKA_BROKERS and SCHEMA_REGISTRY_URL; else the `up` stack or a new one.
+const given =
+  process.env.KAFKA_BROKERS && process.env.SCHEMA_REGISTRY_URL
+    ? {
+        brokers: process.env.KAFKA_BROKERS,
+        registryUrl: process.env.SCHEMA_REGISTRY_URL,
+        kafkaPid: 0,
+        registryPid: 0,
+        stop: async () => {},
+      }
+    : undefined;
+if (!given) say('fraudlink: starting a local Kafka broker and schema registry…');
+const running = given ?? (await findRunningStack());
 const stack = running ?? (await startStack({ ownerPid: process.pid, logger }));
 const sandbox = createSandbox({
   port: 0,
@@ -68,7 +79,7 @@ Pipeline running. Point your own tools at it:
   sandbox (upstream stand-in): ${url}  (x-api-key: sandbox-key)
   metrics: ${connector.opsUrl}/metrics (connector), ${verifier.opsUrl}/metrics (verifier)
   logs: ${logFile}
-  stack: ${running ? 'reused from `npm run stack -- up`' : `started for this run (kafka pid ${stack.kafkaPid}, registry pid ${stack.registryPid})`}
+  stack: ${given ? 'given by KAFKA_BROKERS and SCHEMA_REGISTRY_URL' : running ? 'reused from `npm run stack -- up`' : `started for this run (kafka pid ${stack.kafkaPid}, registry pid ${stack.registryPid})`}
   watch the alert table:  KAFKA_BROKERS=${stack.brokers} SCHEMA_REGISTRY_URL=${stack.registryUrl} npx fraudlink replay --follow
 Ctrl-C stops everything.
 `);

@@ -2,12 +2,21 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { isAlive } from '../../src/stack/process.ts';
+import { stackEnv } from '../helpers/stack.ts';
 
 const start = fileURLToPath(new URL('../../src/dev/start.ts', import.meta.url));
 
 describe('npm start', () => {
   it('shows events flowing and a verification answer, then stops everything cleanly on SIGINT', async () => {
-    const child = spawn(process.execPath, [start], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // The run's broker and registry; the stack tests cover a stack that a process owns and takes down.
+    const child = spawn(process.execPath, [start], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...stackEnv() },
+    });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
     onTestFinished(() => {
       if (child.exitCode === null) child.kill('SIGKILL');
     });
@@ -20,7 +29,7 @@ describe('npm start', () => {
         const answered = /last verification: .* -> COMPLETED (MTCH|CMTC|NMTC|NOAP)/.test(out);
         if (flowing && answered) resolve();
       });
-      void exited.then((code) => reject(new Error(`npm start exited (${code}) early:\n${out}`)));
+      void exited.then((code) => reject(new Error(`npm start exited (${code}) early:\n${out}\n${err}`)));
     });
     expect(out).toContain('fraudlink replay --follow');
     expect(out).toMatch(/KAFKA_BROKERS=127\.0\.0\.1:\d+/);
