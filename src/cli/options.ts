@@ -39,3 +39,23 @@ export function untilSignal(): Promise<NodeJS.Signals> {
     process.on('SIGINT', on);
   });
 }
+
+/**
+ * Runs a started component until SIGTERM/SIGINT (then stops it) or until it ends by itself; a
+ * failure that ends it rejects, so the command exits with that failure's code.
+ */
+export async function serveUntilSignal(
+  running: { done: Promise<void>; stop(): Promise<void> },
+  logger: { info(msg: string): void },
+  stopping: string,
+): Promise<void> {
+  const outcome = await Promise.race([
+    untilSignal().then(() => 'signal' as const),
+    running.done.then(() => 'done' as const),
+  ]);
+  if (outcome === 'signal') {
+    logger.info(stopping);
+    await running.stop();
+  }
+  await running.done;
+}

@@ -7,7 +7,7 @@ import { UsageError } from '../../errors.ts';
 import { createKafkaClient } from '../../kafka/index.ts';
 import { createLogger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
-import { instant, untilSignal } from '../options.ts';
+import { instant, serveUntilSignal } from '../options.ts';
 
 export function registerConnectorCommand(program: Command, ctx: CliContext): void {
   const connector = program
@@ -27,16 +27,7 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
       const config = loadConnectorConfig(ctx.env);
       const logger = createLogger({ level: config.logLevel });
       const running = await startConnector(config, logger);
-      const signal = untilSignal();
-      const outcome = await Promise.race([
-        signal.then(() => 'signal' as const),
-        running.done.then(() => 'done' as const),
-      ]);
-      if (outcome === 'signal') {
-        logger.info('stopping: finishing the open transaction');
-        await running.stop();
-      }
-      await running.done;
+      await serveUntilSignal(running, logger, 'stopping: finishing the open transaction');
       logger.info('connector stopped');
     });
 

@@ -3,7 +3,7 @@ import { loadVerifierConfig } from '../../config/index.ts';
 import { createLogger } from '../../logger.ts';
 import { startVerifier } from '../../verifier/index.ts';
 import type { CliContext } from '../context.ts';
-import { untilSignal } from '../options.ts';
+import { serveUntilSignal } from '../options.ts';
 
 export function registerVerifierCommand(program: Command, ctx: CliContext): void {
   program
@@ -21,15 +21,7 @@ export function registerVerifierCommand(program: Command, ctx: CliContext): void
       const config = loadVerifierConfig(ctx.env);
       const logger = createLogger({ level: config.logLevel });
       const running = await startVerifier(config, logger, opts.instanceId);
-      const outcome = await Promise.race([
-        untilSignal().then(() => 'signal' as const),
-        running.done.then(() => 'done' as const),
-      ]);
-      if (outcome === 'signal') {
-        logger.info('stopping: draining in-flight verifications');
-        await running.stop();
-      }
-      await running.done;
+      await serveUntilSignal(running, logger, 'stopping: draining in-flight verifications');
       logger.info('verifier stopped');
     });
 }
