@@ -112,7 +112,6 @@ export class CursorTracker {
     const mark = this.#record.highWaterMark;
     if (position === null || (mark !== null && position <= mark)) return;
     this.#record.highWaterMark = position;
-    this.#record.highWaterMarkIso = new Date(position).toISOString();
     this.#eventIds.clear();
     this.#rejected.clear();
   }
@@ -156,8 +155,11 @@ export class CursorTracker {
   }
 
   snapshot(now: number = Date.now()): CursorRecord {
+    const mark = this.#record.highWaterMark;
     return {
       ...structuredClone(this.#record),
+      // Formatted here, once per commit, not on every mark move (hot path).
+      highWaterMarkIso: mark === null ? null : new Date(mark).toISOString(),
       eventIdsAtMark: [...this.#eventIds],
       rejectedAtMark: [...this.#rejected],
       writtenAt: new Date(now).toISOString(),

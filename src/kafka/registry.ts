@@ -2,7 +2,10 @@ import { COMPATIBILITY, SchemaRegistry, SchemaType } from '@kafkajs/confluent-sc
 import avro from 'avsc';
 import type { RegistryConfig } from '../config/index.ts';
 import { DecodeError, SchemaRegistryError } from '../errors.ts';
-import { frame, unframe } from './wire-format.ts';
+import { frame, HEADER_SIZE, unframe } from './wire-format.ts';
+
+/** Most records fit; a larger one falls back to a second encoding pass. */
+const ENCODE_HINT = 512;
 
 /**
  * `timestamp-millis` fields are plain epoch-ms numbers on both sides: no logical-type class is
@@ -107,7 +110,15 @@ export function createSchemaRegistry(config: RegistryConfig): SchemaRegistryClie
       return {
         schemaId,
         subject,
-        encode: (value: T) => frame(schemaId, type.toBuffer(value)),
+        encode: (value: T) => {
+          // Encode straight after the 5-byte header in one small pooled buffer: no second copy.
+          const buffer = Buffer.allocUnsafe(ENCODE_HINT);
+          const end = type.encode(value, buffer, HEADER_SIZE);
+          if (end < 0) return frame(schemaId, type.toBuffer(value));
+          buffer[0] = 0;
+          buffer.writeUInt32BE(schemaId, 1);
+          return buffer.subarray(0, end);
+        },
       };
     },
     decodeCached(buffer) {
