@@ -12,7 +12,7 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
     readUncommitted: options.isolation === 'read_uncommitted',
     maxBytes: 64 * 1024 * 1024,
     maxBytesPerPartition: 8 * 1024 * 1024,
-    maxWaitTimeInMs: 100,
+    maxWaitTimeInMs: options.maxWaitMs ?? 100,
     // A member that died without leaving holds its partitions until the session times out: keep
     // that short so a restarted instance takes over within seconds.
     sessionTimeout: 10_000,

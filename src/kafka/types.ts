@@ -95,6 +95,8 @@ export interface GroupConsumerOptions {
   /** When false (the default), offsets are committed by the caller, e.g. in a producer transaction. */
   autoCommit?: boolean;
   partitionsConsumedConcurrently?: number;
+  /** Longest a fetch waits on the broker for new records (kafkajs maxWaitTimeInMs); default 100 ms. */
+  maxWaitMs?: number;
   /** Called with each batch; the next batch of that partition is fetched once it resolves. */
   eachBatch(batch: ConsumedBatch): Promise<void>;
   /** Assignment changes: the partitions this member now owns. */

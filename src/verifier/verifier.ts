@@ -96,6 +96,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     isolation: 'read_committed',
     fromBeginning: true,
     autoCommit: false,
+    maxWaitMs: 10,
     partitionsConsumedConcurrently: Math.max(1, config.partitions),
     onAssignment(assigned) {
       const owned = new Set(assigned.flatMap((a) => a.partitions.map((p) => `${a.topic}/${p}`)));
