@@ -1,0 +1,247 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadConnectorConfig, loadVerifierConfig } from '../../src/config/index.ts';
+import { chartDir, ciValues, ensureHelm, find, helm, type K8sObject, render, template } from './helm.ts';
+
+interface Container {
+  name: string;
+  args: string[];
+  env: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
+  envFrom: { configMapRef: { name: string } }[];
+  ports: { name: string; containerPort: number }[];
+  startupProbe: { httpGet: { path: string; port: string } };
+  livenessProbe: { httpGet: { path: string; port: string } };
+  readinessProbe: { httpGet: { path: string; port: string } };
+  securityContext: Record<string, unknown>;
+  resources: { requests?: Record<string, string> };
+}
+interface Deployment extends K8sObject {
+  spec: {
+    replicas?: number;
+    strategy: { type: string };
+    template: { spec: { containers: Container[]; securityContext: Record<string, unknown> } };
+  };
+}
+const containerOf = (d: K8sObject) => (d as Deployment).spec.template.spec.containers[0] as Container;
+const dataOf = (o: K8sObject) => o.data as Record<string, string>;
+
+/** A component's environment as its pod gets it: its ConfigMap, then its env entries (secrets as "from-secret"). */
+function podEnv(objects: K8sObject[], suffix: string): Record<string, string> {
+  const container = containerOf(find(objects, 'Deployment', suffix));
+  const env: Record<string, string> = {};
+  for (const { configMapRef } of container.envFrom) {
+    Object.assign(env, dataOf(find(objects, 'ConfigMap', configMapRef.name)));
+  }
+  for (const e of container.env) env[e.name] = e.value ?? (e.valueFrom?.secretKeyRef ? 'from-secret' : '');
+  return env;
+}
+
+const secrets = {
+  apiKey: 'ci-api-key-not-a-secret',
+  kafkaSaslPassword: 'ci-sasl-password-not-a-secret',
+  schemaRegistryPassword: 'ci-registry-password-not-a-secret',
+};
+
+let minimal: { text: string; objects: K8sObject[] };
+let full: { text: string; objects: K8sObject[] };
+
+// The first run builds helm with Go (about two minutes); later runs find it in .cache/bin.
+beforeAll(async () => {
+  await ensureHelm();
+  [minimal, full] = await Promise.all([render(ciValues('lint')), render(ciValues('full'))]);
+}, 600_000);
+
+describe('helm chart', { timeout: 60_000 }, () => {
+  it('passes helm lint --strict with its defaults, the minimal values and every option on', async () => {
+    for (const values of [[], ciValues('lint'), ciValues('full')]) {
+      const { code, stdout, stderr } = await helm(['lint', '--strict', chartDir, ...values]);
+      expect(code, `${stdout}\n${stderr}`).toBe(0);
+      expect(stdout).toContain('0 chart(s) failed');
+    }
+  });
+
+  it('runs exactly one connector replica with strategy Recreate, so only one instance publishes', () => {
+    for (const { objects } of [minimal, full]) {
+      const connector = find(objects, 'Deployment', '-connector') as Deployment;
+      expect(connector.spec.replicas).toBe(1);
+      expect(connector.spec.strategy.type).toBe('Recreate');
+      expect(containerOf(connector).args).toEqual(['connector', 'run']);
+      expect(
+        objects.filter((o) => o.kind === 'HorizontalPodAutoscaler' && o.metadata.name.endsWith('-connector')),
+      ).toEqual([]);
+    }
+  });
+
+  it('probes /healthz for start-up and liveness and /readyz for readiness on the metrics port', () => {
+    for (const suffix of ['-connector', '-verifier']) {
+      const c = containerOf(find(full.objects, 'Deployment', suffix));
+      expect(c.startupProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+      expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+      expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+      expect(c.ports).toEqual([{ name: 'metrics', containerPort: 9464, protocol: 'TCP' }]);
+      expect(c.resources.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
+    }
+  });
+
+  it('never renders a secret value in plain text: a created Secret holds base64, pods use secretKeyRef', () => {
+    for (const value of Object.values(secrets)) expect(full.text).not.toContain(value);
+    const secret = find(full.objects, 'Secret', '-secrets');
+    expect(secret.stringData).toBeUndefined();
+    const decoded = Object.fromEntries(
+      Object.entries(dataOf(secret)).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]),
+    );
+    expect(decoded).toEqual({
+      'api-key': secrets.apiKey,
+      'kafka-sasl-password': secrets.kafkaSaslPassword,
+      'schema-registry-password': secrets.schemaRegistryPassword,
+    });
+    for (const suffix of ['-connector', '-verifier']) {
+      const env = containerOf(find(full.objects, 'Deployment', suffix)).env;
+      expect(env.map((e) => [e.name, e.valueFrom?.secretKeyRef?.name])).toEqual([
+        ['API_KEY', 'rel-fraudlink-secrets'],
+        ['KAFKA_SASL_PASSWORD', 'rel-fraudlink-secrets'],
+        ['SCHEMA_REGISTRY_PASSWORD', 'rel-fraudlink-secrets'],
+      ]);
+      expect(env.every((e) => e.value === undefined)).toBe(true);
+    }
+  });
+
+  it('references an existing Secret without creating one', () => {
+    expect(minimal.objects.filter((o) => o.kind === 'Secret')).toEqual([]);
+    const env = containerOf(find(minimal.objects, 'Deployment', '-connector')).env;
+    expect(env).toEqual([
+      { name: 'API_KEY', valueFrom: { secretKeyRef: { name: 'fraudlink-credentials', key: 'api-key' } } },
+    ]);
+  });
+
+  it('runs as a non-root user with a read-only root filesystem and no capabilities', () => {
+    for (const suffix of ['-connector', '-verifier']) {
+      const d = find(full.objects, 'Deployment', suffix) as Deployment;
+      expect(d.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532 });
+      expect(containerOf(d).securityContext).toEqual({
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      });
+    }
+  });
+
+  it('gives each pod an environment that the configuration loaders accept as it is', () => {
+    for (const { objects } of [minimal, full]) {
+      expect(loadConnectorConfig(podEnv(objects, '-connector')).connector.name).toBe('fraudlink-alerts');
+      expect(loadVerifierConfig(podEnv(objects, '-verifier')).verifier.replyTopicsAllowed.source).toBe(
+        '^vop\\.verification\\.replies\\..*',
+      );
+    }
+    const tls = loadConnectorConfig(podEnv(full.objects, '-connector'));
+    expect(tls.api.tls).toEqual({
+      certFile: '/etc/fraudlink/api-tls/tls.crt',
+      keyFile: '/etc/fraudlink/api-tls/tls.key',
+      caFile: '/etc/fraudlink/api-tls/ca.crt',
+    });
+    expect(tls.kafka.sasl).toEqual({
+      mechanism: 'scram-sha-512',
+      username: 'fraudlink',
+      password: 'from-secret',
+    });
+    expect(tls.registry.auth).toEqual({ username: 'fraudlink', password: 'from-secret' });
+  });
+
+  it('scales the verifier with an autoscaler when asked, keeping a disruption budget', () => {
+    const fixed = find(minimal.objects, 'Deployment', '-verifier') as Deployment;
+    expect(fixed.spec.replicas).toBe(2);
+    expect(containerOf(fixed).args).toEqual(['verifier']);
+    const scaled = find(full.objects, 'Deployment', '-verifier') as Deployment;
+    expect(scaled.spec.replicas).toBeUndefined();
+    expect(find(full.objects, 'HorizontalPodAutoscaler', '-verifier').spec).toMatchObject({
+      scaleTargetRef: { kind: 'Deployment', name: 'rel-fraudlink-verifier' },
+      minReplicas: 2,
+      maxReplicas: 6,
+    });
+    expect(find(full.objects, 'PodDisruptionBudget', '-verifier').spec).toMatchObject({
+      minAvailable: 1,
+      selector: { matchLabels: { 'app.kubernetes.io/component': 'verifier' } },
+    });
+  });
+
+  it('exposes every pod’s metrics through a Service the ServiceMonitor selects', () => {
+    const service = find(full.objects, 'Service', '-metrics');
+    const monitor = find(full.objects, 'ServiceMonitor', 'rel-fraudlink');
+    const spec = service.spec as { selector: Record<string, string>; publishNotReadyAddresses: boolean };
+    expect(spec.selector).toEqual({
+      'app.kubernetes.io/name': 'fraudlink',
+      'app.kubernetes.io/instance': 'rel',
+    });
+    expect(spec.publishNotReadyAddresses).toBe(true);
+    const selector = (monitor.spec as { selector: { matchLabels: Record<string, string> } }).selector;
+    expect(service.metadata.labels).toMatchObject(selector.matchLabels);
+    expect(monitor.metadata.labels).toMatchObject({ release: 'prometheus' });
+    expect(minimal.objects.filter((o) => o.kind === 'ServiceMonitor')).toEqual([]);
+  });
+
+  it('ships the Grafana dashboard only when asked, labelled for the sidecar', () => {
+    expect(minimal.objects.filter((o) => o.metadata.name.endsWith('-dashboard'))).toEqual([]);
+    const dashboard = find(full.objects, 'ConfigMap', '-dashboard');
+    expect(dashboard.metadata.labels).toMatchObject({ grafana_dashboard: '1' });
+    const json = JSON.parse(dataOf(dashboard)['fraudlink.json'] as string) as { uid: string };
+    expect(json.uid).toBe('fraudlink-overview');
+  });
+});
+
+describe('helm values validation', { timeout: 60_000 }, () => {
+  it.each([
+    ['an unknown log level', ['--set', 'logLevel=loud'], 'logLevel'],
+    [
+      'a connector replica count (there is always exactly one)',
+      ['--set', 'connector.replicas=2'],
+      'replicas',
+    ],
+    ['a broker list that is not host:port', ['--set', 'kafka.brokers=kafka'], 'brokers'],
+    ['a topic name Kafka would refuse', ['--set', 'connector.alertsTopic=fraud alerts'], 'alertsTopic'],
+    ['a verifier port out of range', ['--set', 'httpPort=70000'], 'httpPort'],
+  ])('the values schema rejects %s', async (_, args, named) => {
+    const { code, stderr } = await template([...ciValues('lint'), ...args]);
+    expect(code).not.toBe(0);
+    expect(stderr).toContain('values don');
+    expect(stderr).toContain(named);
+  });
+
+  it('refuses to render without the required settings, naming each', async () => {
+    const { code, stderr } = await template([]);
+    expect(code).not.toBe(0);
+    expect(stderr).toMatch(/api\.baseUrl is required/);
+  });
+
+  it('refuses to render without a Secret to take the API key from', async () => {
+    const required = ['api.baseUrl=https://x/api', 'kafka.brokers=k:9092', 'schemaRegistry.url=http://r'];
+    const { code, stderr } = await template(required.flatMap((v) => ['--set', v]));
+    expect(code).not.toBe(0);
+    expect(stderr).toContain('secrets.existingSecret');
+  });
+
+  it('documents every key of values.yaml with a comment above it', () => {
+    const undocumented = uncommentedKeys(readFileSync(join(chartDir, 'values.yaml'), 'utf8'));
+    expect(undocumented).toEqual([]);
+  });
+});
+
+// Keys nested inside these are Kubernetes objects or free-form maps documented as a whole.
+const kubernetesObjects = new Set(['podSecurityContext', 'securityContext', 'resources', 'labels']);
+
+/** values.yaml keys with no comment line directly above them (outside Kubernetes objects). */
+function uncommentedKeys(text: string): string[] {
+  const missing: string[] = [];
+  const path: { indent: number; key: string }[] = [];
+  const lines = text.split('\n');
+  lines.forEach((line, i) => {
+    const m = /^(\s*)([A-Za-z_][\w-]*):/.exec(line);
+    if (!m) return;
+    const indent = (m[1] as string).length;
+    while (path.length > 0 && (path.at(-1) as { indent: number }).indent >= indent) path.pop();
+    const inside = path.some((p) => kubernetesObjects.has(p.key));
+    path.push({ indent, key: m[2] as string });
+    if (!inside && !/^\s*#/.test(lines[i - 1] ?? '')) missing.push(path.map((p) => p.key).join('.'));
+  });
+  return missing;
+}
