@@ -18,7 +18,13 @@ const main = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 
 export function cli(args: string[], env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, [main, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'warn', ...(process.env.BENCH_CHILD_NODE_OPTIONS && { NODE_OPTIONS: process.env.BENCH_CHILD_NODE_OPTIONS }), ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      LOG_LEVEL: 'warn',
+      ...(process.env.BENCH_CHILD_NODE_OPTIONS && { NODE_OPTIONS: process.env.BENCH_CHILD_NODE_OPTIONS }),
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
 }
