@@ -2,6 +2,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConnectorConfig, loadVerifierConfig } from '../../src/config/index.ts';
+import {
+  alertsEnv,
+  apiEnv,
+  commonEnv,
+  connectorEnv,
+  kafkaEnv,
+  verifierEnv,
+} from '../../src/config/schema.ts';
 import { chartDir, ciValues, ensureHelm, find, helm, type K8sObject, render, template } from './helm.ts';
 
 interface Container {
@@ -146,6 +154,17 @@ describe('helm chart', { timeout: 60_000 }, () => {
       password: 'from-secret',
     });
     expect(tls.registry.auth).toEqual({ username: 'fraudlink', password: 'from-secret' });
+  });
+
+  it('can set every variable the configuration defines, from a value or a Secret', () => {
+    const variables = [apiEnv, kafkaEnv, alertsEnv, connectorEnv, verifierEnv, commonEnv].flatMap(
+      Object.keys,
+    );
+    const set = new Set([
+      ...Object.keys(podEnv(full.objects, '-connector')),
+      ...Object.keys(podEnv(full.objects, '-verifier')),
+    ]);
+    expect(variables.filter((v) => !set.has(v))).toEqual([]);
   });
 
   it('scales the verifier with an autoscaler when asked, keeping a disruption budget', () => {
