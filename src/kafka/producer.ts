@@ -18,6 +18,14 @@ export interface TransactionalProducerOptions {
 // 5 ms keeps the retry cheap (the verifier commits many small transactions back to back).
 const retry = { initialRetryTime: 5, maxRetryTime: 5000, retries: 12 };
 
+/** Idempotent, one request in flight (kafkajs requires it for idempotence), Java-compatible murmur2 keys. */
+const idempotent = {
+  idempotent: true,
+  maxInFlightRequests: 1,
+  retry,
+  createPartitioner: Partitioners.DefaultPartitioner,
+} as const;
+
 function wrapTransaction(tx: KafkajsTransaction): Transaction {
   return {
     async send(records) {
@@ -78,10 +86,7 @@ export async function createTransactionalProducer(
   const producer = kafka.producer({
     transactionalId: options.transactionalId,
     transactionTimeout: options.transactionTimeoutMs ?? 60_000,
-    idempotent: true,
-    maxInFlightRequests: 1,
-    retry,
-    createPartitioner: Partitioners.DefaultPartitioner,
+    ...idempotent,
   });
   try {
     await producer.connect();
@@ -121,12 +126,7 @@ export async function createTransactionalProducer(
 
 /** An idempotent, non-transactional producer (requesters, tests). */
 export async function createProducer(kafka: Kafka): Promise<Producer> {
-  const producer = kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    retry,
-    createPartitioner: Partitioners.DefaultPartitioner,
-  });
+  const producer = kafka.producer(idempotent);
   try {
     await producer.connect();
   } catch (err) {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MALFORMED_KINDS } from '../../src/sandbox/index.ts';
 import { collect } from '../helpers/kafka.ts';
 import { connectorHarness, duplicates, fromTheStart, outOfOrder } from './harness.ts';
 
@@ -70,14 +71,7 @@ describe('connector against the sandbox, a real broker and a real registry', () 
 
   it('sends each kind of malformed row to the DLQ once, with its reason and raw row, and goes on', async () => {
     const h = await connectorHarness({ alerts: 20 });
-    const kinds = [
-      'missing-id',
-      'missing-iban',
-      'invalid-iban',
-      'bad-updated-at',
-      'bad-is-active',
-      'bad-reports-count',
-    ] as const;
+    const kinds = MALFORMED_KINDS;
     for (const kind of kinds) h.sandbox.injectMalformedRow(kind);
     h.sandbox.applyChanges(5);
     const dlq = await collect(h.kafka, h.env.ALERTS_DLQ_TOPIC);
