@@ -10,7 +10,17 @@ import {
   kafkaEnv,
   verifierEnv,
 } from '../../src/config/schema.ts';
-import { chartDir, ciValues, ensureHelm, find, helm, type K8sObject, render, template } from './helm.ts';
+import {
+  chartDir,
+  ciValues,
+  ensureHelm,
+  find,
+  helm,
+  type K8sObject,
+  render,
+  renderNotes,
+  template,
+} from './helm.ts';
 
 interface Container {
   name: string;
@@ -197,6 +207,16 @@ describe('helm chart', { timeout: 60_000 }, () => {
     expect(service.metadata.labels).toMatchObject(selector.matchLabels);
     expect(monitor.metadata.labels).toMatchObject({ release: 'prometheus' });
     expect(minimal.objects.filter((o) => o.kind === 'ServiceMonitor')).toEqual([]);
+  });
+
+  it('prints install notes naming the release objects, and warns of verifiers beyond the partitions', async () => {
+    const notes = await renderNotes(ciValues('full'));
+    expect(notes).toContain('deploy/rel-fraudlink-connector');
+    expect(notes).toContain('read_committed');
+    expect(notes).toContain('docs/operations.md');
+    expect(notes).not.toContain('WARNING');
+    const crowded = await renderNotes([...ciValues('lint'), '--set', 'verifier.replicas=8']);
+    expect(crowded).toContain('WARNING: up to 8 verifiers for 6 partitions');
   });
 
   it('ships the Grafana dashboard only when asked, labelled for the sidecar', () => {

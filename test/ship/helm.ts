@@ -1,7 +1,7 @@
 // Runs the real helm binary against helm/fraudlink. helm is built once with the machine's Go
 // (`go install`) into the git-ignored .cache/bin/, like the stack's downloads, and reused after.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,11 +54,16 @@ export async function helm(args: string[]): Promise<Result> {
 /** `--set`/`--set-string`/`-f` arguments for values. */
 export type ValueArgs = string[];
 
-export async function template(values: ValueArgs, release = 'rel', namespace = 'payments'): Promise<Result> {
+export async function template(
+  values: ValueArgs,
+  release = 'rel',
+  namespace = 'payments',
+  chart = chartDir,
+): Promise<Result> {
   return helm([
     'template',
     release,
-    chartDir,
+    chart,
     '--namespace',
     namespace,
     '--kube-version',
@@ -124,3 +129,31 @@ export const ciValues = (name: 'lint' | 'full'): ValueArgs => [
   '-f',
   join(chartDir, 'ci', `${name}-values.yaml`),
 ];
+
+/**
+ * NOTES.txt as `helm install` would print it. `helm template` skips NOTES and `install --dry-run`
+ * needs a cluster, so a copy of the chart renders the same text inside a ConfigMap.
+ */
+export async function renderNotes(values: ValueArgs): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'fraudlink-notes-'));
+  try {
+    const chart = join(dir, 'fraudlink');
+    cpSync(chartDir, chart, { recursive: true });
+    const notes = readFileSync(join(chart, 'templates', 'NOTES.txt'), 'utf8');
+    rmSync(join(chart, 'templates', 'NOTES.txt'));
+    writeFileSync(join(chart, 'templates', '_notes.tpl'), `{{- define "notes" }}${notes}{{- end }}`);
+    writeFileSync(
+      join(chart, 'templates', 'notes.yaml'),
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  notes: {{ include "notes" . | quote }}\n',
+    );
+    const { code, stdout, stderr } = await template(values, 'rel', 'payments', chart);
+    if (code !== 0) throw new Error(`rendering NOTES.txt failed:\n${stderr}`);
+    const found = (await toObjects(stdout)).find(
+      (o) => o.kind === 'ConfigMap' && o.metadata.name === 'notes',
+    );
+    if (!found) throw new Error('the notes ConfigMap was not rendered');
+    return (found.data as { notes: string }).notes;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
