@@ -127,7 +127,9 @@ export async function handleRequest(record: IncomingRecord, deps: HandlerDeps): 
             : (err as Error).name === 'TimeoutError'
               ? 'UPSTREAM_TIMEOUT'
               : 'UPSTREAM_FAILED';
-        if (code === 'UPSTREAM_UNAUTHORIZED') logger.error({ err }, 'the upstream refused the API key');
+        // Refused credentials fail every request alike: stop (exit 3, SPEC §4) rather than answer FAILED
+        // to all of them. The request stays uncommitted and is answered once the key is fixed.
+        if (code === 'UPSTREAM_UNAUTHORIZED') throw err;
         result = failed(requestId, 'FAILED', { code, message: (err as Error).message }, now(), latency);
       } finally {
         metrics.inFlight.dec();

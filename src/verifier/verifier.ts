@@ -1,3 +1,4 @@
+import { findError } from '../errors.ts';
 import type { KafkaClient, OutgoingRecord, TransactionalProducer } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
 import { type HandlerDeps, handleRequest } from './handle.ts';
@@ -120,7 +121,12 @@ export function createVerifier(deps: VerifierDeps): Verifier {
             scheduleCommit();
           })
           .catch((err: unknown) => {
-            logger.error({ err, offset: record.offset }, 'handling a request failed; stopping');
+            logger.error(
+              { err, offset: record.offset },
+              findError(err, 'UPSTREAM_UNAUTHORIZED')
+                ? 'the upstream refused the API key; stopping'
+                : 'handling a request failed; stopping',
+            );
             fail(err);
           })
           .finally(() => {

@@ -1,5 +1,6 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { TimeoutError } from '../../src/errors.ts';
+import { runCli } from '../helpers/cli.ts';
 import { collect } from '../helpers/kafka.ts';
 import { header, verifierHarness } from './harness.ts';
 
@@ -216,5 +217,32 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(client.stats.late).toBe(1);
     verifier.child.kill('SIGTERM');
     expect(await verifier.exited).toBe(0);
+  });
+
+  it('stops with exit code 3 when the upstream refuses the API key, leaving the request unanswered', async () => {
+    const h = await verifierHarness();
+    const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    const verifier = runCli(['verifier', '--instance-id', 'bad-key'], { ...h.env, API_KEY: 'not-a-tenant' });
+    await verifier.logLine(ready);
+    await producer.send([
+      {
+        topic: h.config.verifier.requestsTopic,
+        key: 'refused-key-1',
+        value: Buffer.from(
+          JSON.stringify({
+            requestId: 'refused-key-1',
+            iban: IBAN,
+            partyName: 'Anna Schmidt',
+            requestedAt: Date.now(),
+          }),
+        ),
+        headers: { 'content-type': 'application/json' },
+      },
+    ]);
+    expect(await verifier.exited).toBe(3);
+    expect(verifier.stderr()).toContain('the upstream refused the API key');
+    expect(replies.records).toHaveLength(0);
   });
 });
