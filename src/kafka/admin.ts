@@ -66,13 +66,11 @@ export function wrapAdmin(admin: Admin): KafkaAdmin {
           replicationFactor: s.replicationFactor,
           configEntries: Object.entries(s.configs).map(([name, value]) => ({ name, value })),
         }));
-        // Another instance may create the same topics at the same moment: an existing topic is then
-        // checked like any other below.
-        await call('create topics', () => admin.createTopics({ topics, waitForLeaders: false })).catch(
-          (err: unknown) => {
-            if (!/already exists/i.test(String((err as Error).message))) throw err;
-          },
-        );
+        // Another instance may create the same topics at the same moment: kafkajs answers false
+        // instead of throwing when every failure is TOPIC_ALREADY_EXISTS, and such a topic is then
+        // checked like any other below. replicationFactor -1 (KIP-464) is accepted by the broker
+        // through kafkajs's CreateTopics v3 and means default.replication.factor (verified on 4.3.1).
+        await call('create topics', () => admin.createTopics({ topics, waitForLeaders: false }));
         // A new topic's metadata reaches the broker a moment after CreateTopics returns, under load
         // later than kafkajs's own wait allows: wait here, bounded, until every partition has a leader.
         await retry(

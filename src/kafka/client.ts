@@ -2,38 +2,15 @@ import kafkajs, { type KafkaConfig as KafkajsConfig, type SASLOptions } from 'ka
 import type { KafkaConfig } from '../config/index.ts';
 import type { Logger } from '../logger.ts';
 import { wrapAdmin } from './admin.ts';
-import { createGroupConsumer, type ReadTopicOptions, readTopic } from './consumer.ts';
+import { createGroupConsumer } from './consumer.ts';
 import { toKafkaError } from './errors.ts';
 import { pinoLogCreator, routeKafkajsWarnings } from './logging.ts';
-import {
-  createProducer,
-  createTransactionalProducer,
-  type TransactionalProducerOptions,
-} from './producer.ts';
-import type {
-  GroupConsumer,
-  GroupConsumerOptions,
-  IncomingRecord,
-  KafkaAdmin,
-  Producer,
-  TransactionalProducer,
-} from './types.ts';
+import { createProducer, createTransactionalProducer } from './producer.ts';
+import { readTopic } from './read-topic.ts';
+import type { KafkaAdmin, KafkaClient } from './types.ts';
 
 // kafkajs is CommonJS: its values come through the default export.
 const { Kafka } = kafkajs;
-
-/** The one entry point to Kafka. A second client library would implement this same interface. */
-export interface KafkaClient {
-  admin(): Promise<KafkaAdmin>;
-  transactionalProducer(options: TransactionalProducerOptions): Promise<TransactionalProducer>;
-  producer(): Promise<Producer>;
-  groupConsumer(options: GroupConsumerOptions): GroupConsumer;
-  readTopic(
-    topic: string,
-    onRecords: (records: IncomingRecord[]) => void | Promise<void>,
-    options?: ReadTopicOptions,
-  ): Promise<void>;
-}
 
 export interface KafkaClientOptions {
   config: KafkaConfig;

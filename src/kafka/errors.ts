@@ -1,6 +1,16 @@
 import { FencedError, KafkaError } from '../errors.ts';
 
+/**
+ * kafkajs 2.2.4 names the fencing errors by the broker's error types. Brokers answer kafkajs's old
+ * request versions with INVALID_PRODUCER_EPOCH (47) where newer clients get PRODUCER_FENCED (90),
+ * which kafkajs does not know: it would surface as KAFKAJS_UNKNOWN_ERROR_CODE (code -99, the broker's
+ * code only in the message), so that one case is recognised by its message.
+ * INVALID_PRODUCER_ID_MAPPING (49): the coordinator no longer knows this producer's id, e.g. after
+ * a newer instance took the transactional id over.
+ */
 const FENCING_TYPES = new Set(['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'INVALID_PRODUCER_ID_MAPPING']);
+const FENCING_CODES = new Set([47, 49, 90]);
+const UNKNOWN_PRODUCER_FENCED = /^Unknown error code 90$/;
 
 interface KafkajsLike {
   name?: string;
@@ -25,7 +35,9 @@ function* chain(err: unknown): Generator<KafkajsLike> {
 
 export function isFencing(err: unknown): boolean {
   for (const e of chain(err)) {
-    if ((e.type && FENCING_TYPES.has(e.type)) || e.code === 90 || e.code === 47) return true;
+    if (e.type && FENCING_TYPES.has(e.type)) return true;
+    if (e.code !== undefined && FENCING_CODES.has(e.code)) return true;
+    if (e.type === 'KAFKAJS_UNKNOWN_ERROR_CODE' && UNKNOWN_PRODUCER_FENCED.test(e.message ?? '')) return true;
   }
   return false;
 }
@@ -34,9 +46,12 @@ export function isFencing(err: unknown): boolean {
 export function toKafkaError(err: unknown, what: string): Error {
   if (err instanceof KafkaError || err instanceof FencedError) return err;
   if (isFencing(err)) {
-    return new FencedError(`${what}: another producer with the same transactional id took over`, {
-      cause: err,
-    });
+    // The broker answers the same for a transaction it aborted after transaction.timeout.ms: the
+    // producer's epoch is stale either way and only a new producer can go on.
+    return new FencedError(
+      `${what}: fenced (another producer with the same transactional id took over, or the broker expired a transaction open longer than its timeout)`,
+      { cause: err },
+    );
   }
   let retriable = false;
   for (const e of chain(err)) {

@@ -1,13 +1,13 @@
-export { createKafkaClient, type KafkaClient, type KafkaClientOptions } from './client.ts';
-export type { ReadTopicOptions } from './consumer.ts';
-export type { TransactionalProducerOptions } from './producer.ts';
+export { createKafkaClient, type KafkaClientOptions } from './client.ts';
 export {
   type AvroSchemaJson,
   createSchemaRegistry,
   type Decoded,
   type Encoder,
   fullName,
+  type RegistryCompatibility,
   type SchemaRegistryClient,
+  type SchemaRegistryOptions,
   subjectFor,
 } from './registry.ts';
 export type * from './types.ts';

@@ -33,11 +33,13 @@ export function pinoLogCreator(logger: Logger): logCreator {
 let warningFilterInstalled = false;
 
 /**
- * kafkajs's request queue schedules its throttle check with `throttledUntil - Date.now()`, which is
- * negative once the throttle has passed; Node 24 clamps the delay to 1 ms and emits a
- * TimeoutNegativeWarning. The behaviour is harmless, so the warning is logged at debug instead of
- * being printed on the user's terminal. Every other warning still reaches Node's own printer.
- * Process-wide by nature, so installed once per process.
+ * kafkajs computes negative setTimeout delays: its request queue schedules the throttle check with
+ * `throttledUntil - Date.now()`, and `throttledUntil` starts at -1 (not throttled), so the first
+ * request on every connection asks for a delay of about minus the current epoch. Node 24 clamps the
+ * delay to 1 ms, which is what kafkajs means, and emits a TimeoutNegativeWarning that Node's default
+ * 'warning' listener prints on stderr. So that listener is wrapped: that one warning is logged at
+ * debug, every other warning still reaches Node's printer (and honours --no-warnings). Warnings are
+ * process-wide, so the wrapper is installed once per process whatever the number of clients.
  */
 export function routeKafkajsWarnings(logger: Logger): void {
   if (warningFilterInstalled) return;

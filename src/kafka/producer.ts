@@ -1,16 +1,17 @@
 import kafkajs, { type Kafka, type Transaction as KafkajsTransaction } from 'kafkajs';
+import { FencedError } from '../errors.ts';
 import { toKafkaError } from './errors.ts';
 import { toTopicMessages } from './records.ts';
-import type { Producer, Transaction, TransactionalProducer, TransactionOptions } from './types.ts';
+import type {
+  Producer,
+  Transaction,
+  TransactionalProducer,
+  TransactionalProducerOptions,
+  TransactionOptions,
+} from './types.ts';
 
 // kafkajs is CommonJS: its values come through the default export.
 const { CompressionTypes, Partitioners } = kafkajs;
-
-export interface TransactionalProducerOptions {
-  transactionalId: string;
-  /** An open transaction of a crashed instance is aborted by the broker after this long. */
-  transactionTimeoutMs?: number;
-}
 
 // kafkajs issue #304: commit() returns before the broker has written its markers, so the next
 // transaction's first AddPartitionsToTxn often gets CONCURRENT_TRANSACTIONS and waits out
@@ -26,7 +27,34 @@ const idempotent = {
   createPartitioner: Partitioners.DefaultPartitioner,
 } as const;
 
-function wrapTransaction(tx: KafkajsTransaction): Transaction {
+/** Runs a producer call; once one has been fenced, every later call fails at once with the same error. */
+type Guard = <T>(fn: () => Promise<T>) => Promise<T>;
+
+function fencingGuard(): Guard {
+  let fenced: FencedError | undefined;
+  return async (fn) => {
+    if (fenced) throw fenced;
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof FencedError) fenced = err;
+      throw err;
+    }
+  };
+}
+
+function wrapTransaction(tx: KafkajsTransaction, guard: Guard): Transaction {
+  const steps = stepsOf(tx);
+  return {
+    send: (records) => guard(() => steps.send(records)),
+    sendOffsets: (offsets) => guard(() => steps.sendOffsets(offsets)),
+    commit: () => guard(() => steps.commit()),
+    // An abort after fencing is pointless (the broker already aborted) and would fail again.
+    abort: () => guard(() => steps.abort()),
+  };
+}
+
+function stepsOf(tx: KafkajsTransaction): Transaction {
   return {
     async send(records) {
       if (records.length === 0) return;
@@ -98,13 +126,15 @@ export async function createTransactionalProducer(
     await producer.disconnect().catch(() => {});
     throw toKafkaError(err, `initialise transactional producer ${options.transactionalId}`);
   }
-  const begin = async (): Promise<Transaction> => {
-    try {
-      return wrapTransaction(await producer.transaction());
-    } catch (err) {
-      throw toKafkaError(err, 'begin transaction failed');
-    }
-  };
+  const guard = fencingGuard();
+  const begin = (): Promise<Transaction> =>
+    guard(async () => {
+      try {
+        return wrapTransaction(await producer.transaction(), guard);
+      } catch (err) {
+        throw toKafkaError(err, 'begin transaction failed');
+      }
+    });
   return {
     begin,
     async transaction(records, txOptions: TransactionOptions = {}) {

@@ -44,7 +44,10 @@ export interface TopicSpec {
 export interface KafkaAdmin {
   describeCluster(): Promise<{ brokers: number; controller: number | null; clusterId: string }>;
   provisionTopics(specs: TopicSpec[]): Promise<void>;
-  /** Offsets per partition: `low` is the first offset, `high` the next offset to be written. */
+  /**
+   * Offsets per partition: `low` is the first offset; `high` is the last stable offset (read_committed:
+   * the high watermark, or the first offset of the oldest still-open transaction).
+   */
   topicOffsets(topic: string): Promise<{ partition: number; low: string; high: string }[]>;
   groupOffsets(groupId: string, topic: string): Promise<{ partition: number; offset: string }[]>;
   deleteTopics(topics: string[]): Promise<void>;
@@ -104,8 +107,57 @@ export interface GroupConsumerOptions {
   onCrash?(error: Error): void;
 }
 
+export interface TopicPartitions {
+  topic: string;
+  /** Omitted: every partition of the topic this member owns. */
+  partitions?: number[];
+}
+
 export interface GroupConsumer {
   /** Resolves once the consumer has joined its group and received its assignment. */
   start(): Promise<void>;
+  /** Stops fetching these partitions (back-pressure) without leaving the group; batches in hand finish. */
+  pause(partitions: TopicPartitions[]): void;
+  resume(partitions: TopicPartitions[]): void;
   close(): Promise<void>;
+}
+
+export interface ReadTopicOptions {
+  signal?: AbortSignal;
+  /** Keep applying records after the end taken at start, until the signal aborts. */
+  follow?: boolean;
+  /** Called once every partition has reached the end offsets taken at start. */
+  onCaughtUp?: () => void;
+  onProgress?: (progress: { read: bigint; total: bigint }) => void;
+}
+
+export interface TransactionalProducerOptions {
+  transactionalId: string;
+  /** An open transaction of a crashed instance is aborted by the broker after this long. */
+  transactionTimeoutMs?: number;
+}
+
+/**
+ * The one entry point to Kafka. Components hold this interface only: a second client library
+ * (e.g. @platformatic/kafka) would implement it beside the kafkajs one, and no component would change.
+ */
+export interface KafkaClient {
+  /** Connected admin client; close it when done. */
+  admin(): Promise<KafkaAdmin>;
+  /** Connected and initialised: creating it fences any older producer with the same transactional id. */
+  transactionalProducer(options: TransactionalProducerOptions): Promise<TransactionalProducer>;
+  /** Connected idempotent producer (no transactions). */
+  producer(): Promise<Producer>;
+  /** A group member; nothing happens before `start()`. */
+  groupConsumer(options: GroupConsumerOptions): GroupConsumer;
+  /**
+   * Reads `topic` from its beginning to the end offsets taken at start (read_committed) and resolves;
+   * with `follow`, goes on until the signal aborts. Nothing is committed: each read uses a
+   * throwaway consumer group.
+   */
+  readTopic(
+    topic: string,
+    onRecords: (records: IncomingRecord[]) => void | Promise<void>,
+    options?: ReadTopicOptions,
+  ): Promise<void>;
 }

@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { describe, expect, it } from 'vitest';
-import { DecodeError } from '../../src/errors.ts';
+import { DecodeError, InvalidInputError, isRetriable, SchemaRegistryError } from '../../src/errors.ts';
+import { type AvroSchemaJson, createSchemaRegistry } from '../../src/kafka/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { testClients } from '../helpers/kafka.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';
@@ -56,6 +58,89 @@ describe('schema registry on a real registry', () => {
     await expect(registry.decode(Buffer.from([0, 0x7f, 0xff, 0xff, 0xff, 2]))).rejects.toBeInstanceOf(
       DecodeError,
     );
+    await expect(registry.decode(Buffer.from([0, 0x7f, 0xff, 0xff, 0xff, 2]))).rejects.toThrow(
+      'schema id 2147483647 is unknown to the registry',
+    );
     await expect(registry.decode(null)).rejects.toThrow(/tombstone/);
+  });
+});
+
+const testSchema = (file: string) =>
+  JSON.parse(readFileSync(new URL(`./schemas/${file}.avsc`, import.meta.url), 'utf8')) as AvroSchemaJson;
+
+describe('schema registry with enums that have defaults and timestamp-millis fields', () => {
+  const shippedAt = 1795339800123;
+  const shipped = { parcelId: 'p-1', carrier: 'COURIER', shippedAt, deliverBy: shippedAt + 86_400_000 };
+
+  it('round-trips two record types of one topic, keeping timestamp-millis as epoch-ms numbers', async () => {
+    const { registry } = testClients();
+    const topic = uniqueName('parcels');
+    const shippedEncoder = await registry.encoder(topic, testSchema('fraudlink.test.ParcelShipped'));
+    const lostEncoder = await registry.encoder(topic, testSchema('fraudlink.test.ParcelLost'));
+    expect(await registry.register(topic, testSchema('fraudlink.test.ParcelShipped'))).toBe(
+      shippedEncoder.schemaId,
+    );
+    expect(lostEncoder.subject).toBe(`${topic}-fraudlink.test.ParcelLost`);
+
+    // A fresh client knows no schema yet: the first decode fetches it, the next ones are synchronous.
+    const { registry: reader } = testClients();
+    const bytes = shippedEncoder.encode(shipped);
+    expect(reader.decodeCached(bytes)).toBeUndefined();
+    const decoded = await reader.decode(bytes);
+    expect(decoded).toEqual({
+      schemaId: shippedEncoder.schemaId,
+      name: 'fraudlink.test.ParcelShipped',
+      value: shipped,
+    });
+    expect(typeof decoded.value.shippedAt).toBe('number');
+    expect(reader.decodeCached(lostEncoder.encode({ parcelId: 'p-1', lostAt: shippedAt }))).toBeUndefined();
+    expect(await reader.decode(lostEncoder.encode({ parcelId: 'p-1', lostAt: shippedAt }))).toMatchObject({
+      name: 'fraudlink.test.ParcelLost',
+      value: { lostAt: shippedAt },
+    });
+    expect(reader.decodeCached(bytes)?.value).toEqual(shipped);
+  });
+
+  it('refuses a Date or an unknown enum symbol at encoding with a typed error naming the record', async () => {
+    const { registry } = testClients();
+    const encoder = await registry.encoder(uniqueName('parcels'), testSchema('fraudlink.test.ParcelShipped'));
+    const asDate = () => encoder.encode({ ...shipped, shippedAt: new Date(shippedAt) });
+    expect(asDate).toThrow(InvalidInputError);
+    expect(asDate).toThrow(/not a valid fraudlink.test.ParcelShipped/);
+    expect(() => encoder.encode({ ...shipped, carrier: 'PIGEON' })).toThrow(InvalidInputError);
+  });
+
+  it('encodes records larger than the first buffer guess', async () => {
+    const { registry } = testClients();
+    const encoder = await registry.encoder(uniqueName('parcels'), testSchema('fraudlink.test.ParcelShipped'));
+    const big = { ...shipped, parcelId: 'x'.repeat(10_000) };
+    expect((await registry.decode(encoder.encode(big))).value).toEqual(big);
+  });
+
+  it('accepts a new version that adds an enum symbol and decodes data written with either version', async () => {
+    const { registry } = testClients();
+    const topic = uniqueName('parcels');
+    const v1 = await registry.encoder(topic, testSchema('fraudlink.test.ParcelShipped'));
+    const v2 = await registry.encoder(topic, testSchema('fraudlink.test.ParcelShipped.v2'));
+    expect(v2.schemaId).not.toBe(v1.schemaId);
+    const { registry: reader } = testClients();
+    expect((await reader.decode(v1.encode(shipped))).value).toEqual(shipped);
+    expect((await reader.decode(v2.encode({ ...shipped, carrier: 'DRONE' }))).value.carrier).toBe('DRONE');
+  });
+
+  it('names a body that does not match its schema', async () => {
+    const { registry } = testClients();
+    const encoder = await registry.encoder(uniqueName('parcels'), testSchema('fraudlink.test.ParcelShipped'));
+    const truncated = encoder.encode(shipped).subarray(0, 8);
+    await expect(registry.decode(truncated)).rejects.toThrow(
+      /not a valid fraudlink.test.ParcelShipped Avro body \(schema id \d+\)/,
+    );
+  });
+
+  it('reports an unreachable registry as a retriable SchemaRegistryError, not as undecodable data', async () => {
+    const unreachable = createSchemaRegistry({ url: 'http://127.0.0.1:9/apis/ccompat/v7' });
+    const failure = await unreachable.decode(Buffer.from([0, 0, 0, 0, 1, 2])).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(SchemaRegistryError);
+    expect(isRetriable(failure)).toBe(true);
   });
 });

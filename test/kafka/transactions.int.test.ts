@@ -53,9 +53,38 @@ describe('transactional producer on a real broker', () => {
     await expect(
       first.transaction([{ topic, key: 'k', value: Buffer.from('zombie') }]),
     ).rejects.toBeInstanceOf(FencedError);
+    // Once fenced, always fenced: every later call fails the same way, without a broker round trip.
+    await expect(first.begin()).rejects.toBeInstanceOf(FencedError);
     await second.transaction([{ topic, key: 'k', value: Buffer.from('two') }]);
     const reader = await collect(kafka, topic);
     const seen = await reader.until((r) => r.length >= 2);
     expect(seen.map((x) => text(x.value))).toEqual(['one', 'two']);
+  });
+
+  it('commits consumed offsets with the records in one transaction, and an aborted one commits neither', async () => {
+    const { kafka } = testClients();
+    const [source = '', sink = ''] = await testTopics(kafka, ['tx-offsets-in', 'tx-offsets-out']);
+    const groupId = uniqueName('tx-offsets-group');
+    const producer = await kafka.transactionalProducer({ transactionalId: uniqueName('tx') });
+    onTestFinished(() => producer.close());
+    const admin = await kafka.admin();
+    onTestFinished(() => admin.close());
+    const consumed = { groupId, offsets: [{ topic: source, partition: 0, offset: '5' }] };
+
+    const aborted = await producer.begin();
+    await aborted.send([{ topic: sink, key: 'k', value: Buffer.from('aborted') }]);
+    await aborted.sendOffsets(consumed);
+    await aborted.abort();
+    expect(await admin.groupOffsets(groupId, source)).toEqual([{ partition: 0, offset: '-1' }]);
+
+    await producer.transaction([{ topic: sink, key: 'k', value: Buffer.from('reply') }], {
+      consumerOffsets: consumed,
+    });
+    // commit() returns before the broker has written the markers that make the offsets stable.
+    await expect
+      .poll(() => admin.groupOffsets(groupId, source), { timeout: 30_000 })
+      .toEqual([{ partition: 0, offset: '5' }]);
+    const reader = await collect(kafka, sink);
+    expect((await reader.until((r) => r.length === 1)).map((x) => text(x.value))).toEqual(['reply']);
   });
 });

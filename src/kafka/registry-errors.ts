@@ -1,0 +1,39 @@
+import { type FraudlinkError, SchemaRegistryError } from '../errors.ts';
+
+/**
+ * Socket-level failures. mappersmith, the HTTP layer of @kafkajs/confluent-schema-registry, reports a
+ * failed connection as a response of status 400 whose message is the socket error's, and drops the
+ * original error: its code survives only in the message text.
+ */
+const NETWORK_FAILURE =
+  /\b(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EPIPE|socket hang up)\b/;
+
+function statusOf(err: unknown): number | undefined {
+  const status = (err as { status?: unknown } | null)?.status;
+  return typeof status === 'number' ? status : undefined;
+}
+
+/** True when asking again later may succeed: the registry is unreachable, overloaded or failing. */
+export function isRetriableRegistryFailure(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  if (NETWORK_FAILURE.test(message)) return true;
+  const status = statusOf(err);
+  return status !== undefined && (status >= 500 || status === 408 || status === 429);
+}
+
+/**
+ * A registry client failure in the project's model. `notFound` maps a 404 (e.g. an unknown schema id,
+ * which is the data's fault, not the registry's) to another error.
+ */
+export function registryError(
+  err: unknown,
+  what: string,
+  options: { notFound?: () => FraudlinkError } = {},
+): FraudlinkError {
+  if (statusOf(err) === 404 && options.notFound) return options.notFound();
+  const message = err instanceof Error ? err.message : String(err);
+  return new SchemaRegistryError(`${what} failed: ${message}`, {
+    cause: err,
+    retriable: isRetriableRegistryFailure(err),
+  });
+}

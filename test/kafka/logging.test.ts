@@ -1,0 +1,87 @@
+import { Writable } from 'node:stream';
+import kafkajs from 'kafkajs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { pinoLogCreator, routeKafkajsWarnings } from '../../src/kafka/logging.ts';
+import { createLogger } from '../../src/logger.ts';
+
+const { logLevel } = kafkajs;
+
+function capture() {
+  const lines: Record<string, unknown>[] = [];
+  const waiters: (() => void)[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      for (const wake of waiters.splice(0)) wake();
+      done();
+    },
+  });
+  const next = () => new Promise<void>((resolve) => waiters.push(resolve));
+  return { logger: createLogger({ level: 'trace', destination: stream }), lines, next };
+}
+
+describe('kafkajs logs in pino', () => {
+  it('maps kafkajs levels, its chatty INFO to debug, with its fields nested under kafkajs', () => {
+    const out = capture();
+    const log = pinoLogCreator(out.logger)(logLevel.DEBUG);
+    const entry = (level: number, message: string) => ({
+      namespace: 'Consumer',
+      level,
+      label: '',
+      log: { message, timestamp: 'now', logger: 'kafkajs', groupId: 'g' },
+    });
+    log(entry(logLevel.ERROR, 'crashed'));
+    log(entry(logLevel.WARN, 'slow'));
+    log(entry(logLevel.INFO, 'joined'));
+    log(entry(logLevel.DEBUG, 'fetch'));
+    expect(out.lines.map((l) => [l.level, l.msg])).toEqual([
+      ['error', 'crashed'],
+      ['warn', 'slow'],
+      ['debug', 'joined'],
+      ['trace', 'fetch'],
+    ]);
+    expect(out.lines[0]).toMatchObject({ namespace: 'Consumer', kafkajs: { groupId: 'g' } });
+  });
+
+  it('logs a CONCURRENT_TRANSACTIONS retry after a commit at debug, not as an error', () => {
+    const out = capture();
+    pinoLogCreator(out.logger)(logLevel.DEBUG)({
+      namespace: 'Producer',
+      level: logLevel.ERROR,
+      label: 'ERROR',
+      log: {
+        message: 'Failed to add partitions to transaction',
+        timestamp: 'now',
+        logger: 'kafkajs',
+        error: 'There is already another concurrent operation on the same transaction',
+      },
+    });
+    expect(out.lines.map((l) => l.level)).toEqual(['debug']);
+  });
+});
+
+describe('TimeoutNegativeWarning from kafkajs timers', () => {
+  const before = process.listeners('warning');
+  afterEach(() => {
+    process.removeAllListeners('warning');
+    for (const listener of before) process.on('warning', listener);
+  });
+
+  it('is logged at debug instead of reaching the earlier warning listeners, which still get other warnings', async () => {
+    const printed: string[] = [];
+    process.removeAllListeners('warning');
+    process.on('warning', (w) => printed.push(w.name));
+    const out = capture();
+    routeKafkajsWarnings(out.logger);
+
+    const logged = out.next();
+    setTimeout(() => {}, -5);
+    await logged;
+    expect(out.lines).toMatchObject([{ level: 'debug', warning: expect.stringMatching(/negative/) }]);
+
+    const other = new Promise<void>((resolve) => process.once('warning', () => resolve()));
+    process.emitWarning('something else', 'ExperimentalWarning');
+    await other;
+    expect(printed).toEqual(['ExperimentalWarning']);
+  });
+});

@@ -1,0 +1,145 @@
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { AbortedError } from '../../src/errors.ts';
+import type { IncomingRecord, KafkaClient } from '../../src/kafka/index.ts';
+import { testClients, testTopics } from '../helpers/kafka.ts';
+import { uniqueName } from '../helpers/stack.ts';
+
+const values = (records: IncomingRecord[]) => records.map((r) => r.value?.toString() ?? null);
+
+async function producerFor(kafka: KafkaClient) {
+  const producer = await kafka.transactionalProducer({ transactionalId: uniqueName('read-end') });
+  onTestFinished(() => producer.close());
+  return producer;
+}
+
+/** Reads `topic` to its end, returning what was delivered and the last progress reported. */
+async function readAll(kafka: KafkaClient, topic: string) {
+  const seen: IncomingRecord[] = [];
+  let progress = { read: -1n, total: -1n };
+  let caughtUp = 0;
+  await kafka.readTopic(topic, (records) => void seen.push(...records), {
+    onProgress: (p) => {
+      progress = p;
+    },
+    onCaughtUp: () => caughtUp++,
+  });
+  return { seen, progress, caughtUp };
+}
+
+describe('reading a topic to its end (read_committed)', () => {
+  it('stops at the end when every partition ends with a commit marker', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['read-commit'], 2);
+    const producer = await producerFor(kafka);
+    await producer.transaction([
+      { topic, key: 'a', value: Buffer.from('1'), partition: 0 },
+      { topic, key: 'b', value: Buffer.from('2'), partition: 1 },
+    ]);
+    await producer.transaction([{ topic, key: 'a', value: Buffer.from('3'), partition: 0 }]);
+
+    const { seen, progress, caughtUp } = await readAll(kafka, topic);
+    expect(values(seen).sort()).toEqual(['1', '2', '3']);
+    // Partition 0: 1, marker, 3, marker; partition 1: 2, marker.
+    expect(progress).toEqual({ read: 6n, total: 6n });
+    expect(caughtUp).toBe(1);
+  });
+
+  it('stops at the end when the topic ends with an aborted transaction and its marker', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['read-abort'], 2);
+    const producer = await producerFor(kafka);
+    await producer.transaction([
+      { topic, key: 'a', value: Buffer.from('1'), partition: 0 },
+      { topic, key: 'b', value: Buffer.from('2'), partition: 1 },
+    ]);
+    const aborted = await producer.begin();
+    await aborted.send([
+      { topic, key: 'a', value: Buffer.from('never'), partition: 0 },
+      { topic, key: 'a', value: Buffer.from('never either'), partition: 0 },
+    ]);
+    await aborted.abort();
+
+    const { seen, progress } = await readAll(kafka, topic);
+    expect(values(seen).sort()).toEqual(['1', '2']);
+    expect(progress.read).toBe(progress.total);
+  });
+
+  it('does not wait for a transaction still open at start, and never shows its records', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['read-open']);
+    const producer = await producerFor(kafka);
+    await producer.transaction([{ topic, key: 'a', value: Buffer.from('committed') }]);
+    const open = await producer.begin();
+    await open.send([{ topic, key: 'a', value: Buffer.from('open') }]);
+    onTestFinished(() => open.abort());
+
+    const { seen } = await readAll(kafka, topic);
+    expect(values(seen)).toEqual(['committed']);
+  });
+
+  it('resolves at once on an empty topic, reporting it caught up', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['read-empty'], 3);
+    const { seen, caughtUp } = await readAll(kafka, topic);
+    expect(seen).toEqual([]);
+    expect(caughtUp).toBe(1);
+  });
+
+  it('ends with the error of a failing callback', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['read-fail']);
+    const producer = await producerFor(kafka);
+    await producer.transaction([{ topic, key: 'a', value: Buffer.from('1') }]);
+    const boom = new Error('cannot apply');
+    await expect(
+      kafka.readTopic(topic, () => {
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
+  });
+
+  it('rejects with AbortedError when aborted before the end', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['read-abort-signal']);
+    const producer = await producerFor(kafka);
+    await producer.transaction([{ topic, key: 'a', value: Buffer.from('1') }]);
+    const controller = new AbortController();
+    controller.abort();
+    await expect(kafka.readTopic(topic, () => {}, { signal: controller.signal })).rejects.toBeInstanceOf(
+      AbortedError,
+    );
+  });
+
+  it('in follow mode, reports the snapshot, then applies records written later until aborted', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['read-follow'], 2);
+    const producer = await producerFor(kafka);
+    await producer.transaction([{ topic, key: 'a', value: Buffer.from('before'), partition: 0 }]);
+
+    const controller = new AbortController();
+    const events: string[] = [];
+    const { promise: caughtUp, resolve: onCaughtUp } = Promise.withResolvers<void>();
+    const reading = kafka.readTopic(
+      topic,
+      (records) => {
+        events.push(...(values(records) as string[]));
+        if (events.includes('after')) controller.abort();
+      },
+      {
+        follow: true,
+        signal: controller.signal,
+        onCaughtUp: () => {
+          events.push('caught up');
+          onCaughtUp();
+        },
+      },
+    );
+    await caughtUp;
+    const aborted = await producer.begin();
+    await aborted.send([{ topic, key: 'b', value: Buffer.from('aborted'), partition: 1 }]);
+    await aborted.abort();
+    await producer.transaction([{ topic, key: 'b', value: Buffer.from('after'), partition: 1 }]);
+    await reading;
+    expect(events).toEqual(['before', 'caught up', 'after']);
+  });
+});
