@@ -23,15 +23,25 @@ export function toTopicMessages(records: OutgoingRecord[]): { topic: string; mes
   return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
 }
 
-function headersOf(headers: IHeaders | undefined): Record<string, Buffer | undefined> {
+function copyHeaders(headers: IHeaders): Record<string, Buffer | undefined> {
   const out: Record<string, Buffer | undefined> = {};
-  if (!headers) return out;
   for (const name of Object.keys(headers)) {
     const value = headers[name];
+    // A repeated header name arrives as an array: the last value wins, as in most Kafka clients.
     const last = Array.isArray(value) ? value[value.length - 1] : value;
     out[name] = last === undefined ? undefined : Buffer.isBuffer(last) ? last : Buffer.from(last);
   }
   return out;
+}
+
+/** kafkajs decodes header values to Buffers: its object is used as it is unless a name repeats. */
+function headersOf(headers: IHeaders | undefined): Record<string, Buffer | undefined> {
+  if (!headers) return {};
+  for (const name in headers) {
+    const value = headers[name];
+    if (value !== undefined && !Buffer.isBuffer(value)) return copyHeaders(headers);
+  }
+  return headers as Record<string, Buffer | undefined>;
 }
 
 export function toIncoming(topic: string, partition: number, message: KafkaMessage): IncomingRecord {
