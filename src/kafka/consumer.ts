@@ -1,4 +1,5 @@
 import type { Kafka } from 'kafkajs';
+import { AbortedError } from '../errors.ts';
 import { toKafkaError } from './errors.ts';
 import { toIncoming } from './records.ts';
 import type { GroupConsumer, GroupConsumerOptions, TopicPartitions } from './types.ts';
@@ -18,29 +19,31 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
     retry: { initialRetryTime: 100, retries: 10 },
   });
   let started: Promise<void> | undefined;
+  // Joined and positioned: the first fetch after the join has resolved the start offsets, so a
+  // record written from then on is seen even by a member that starts at the latest offset.
+  const joined = Promise.withResolvers<void>();
+  joined.promise.catch(() => {}); // a crash before start() awaits it is reported there, not as unhandled
+  let assigned = false;
+  consumer.on(consumer.events.GROUP_JOIN, (event) => {
+    const assignment = event.payload.memberAssignment as Record<string, number[]>;
+    options.onAssignment?.(Object.entries(assignment).map(([topic, partitions]) => ({ topic, partitions })));
+    assigned = true;
+    // A member with nothing assigned never fetches: it is ready as it is.
+    if (Object.values(assignment).every((p) => p.length === 0)) joined.resolve();
+  });
+  consumer.on(consumer.events.FETCH, () => {
+    if (assigned) joined.resolve();
+  });
+  consumer.on(consumer.events.CRASH, (event) => {
+    const { error, restart } = event.payload;
+    const failure = toKafkaError(error, `consumer ${options.groupId} crashed`);
+    // Without a restart the member is gone for good: a start() still waiting for the join must end.
+    if (!restart) joined.reject(failure);
+    options.onCrash?.(failure, restart);
+  });
   return {
     start() {
       started ??= (async () => {
-        // Joined and positioned: the first fetch after the join has resolved the start offsets, so a
-        // record written from then on is seen even by a member that starts at the latest offset.
-        const joined = new Promise<void>((resolve) => {
-          let assigned = false;
-          consumer.on(consumer.events.GROUP_JOIN, (event) => {
-            const assignment = event.payload.memberAssignment as Record<string, number[]>;
-            options.onAssignment?.(
-              Object.entries(assignment).map(([topic, partitions]) => ({ topic, partitions })),
-            );
-            assigned = true;
-            // A member with nothing assigned never fetches: it is ready as it is.
-            if (Object.values(assignment).every((p) => p.length === 0)) resolve();
-          });
-          consumer.on(consumer.events.FETCH, () => {
-            if (assigned) resolve();
-          });
-        });
-        consumer.on(consumer.events.CRASH, (event) => {
-          options.onCrash?.(toKafkaError(event.payload.error, `consumer ${options.groupId} crashed`));
-        });
         try {
           await consumer.connect();
           await consumer.subscribe({ topics: options.topics, fromBeginning: options.fromBeginning ?? true });
@@ -61,7 +64,7 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
         } catch (err) {
           throw toKafkaError(err, `start consumer ${options.groupId}`);
         }
-        await joined;
+        await joined.promise;
       })();
       return started;
     },
@@ -72,6 +75,7 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
       consumer.resume(toKafkajsPartitions(partitions));
     },
     async close() {
+      joined.reject(new AbortedError(`consumer ${options.groupId} closed before it joined its group`));
       await consumer.disconnect();
     },
   };

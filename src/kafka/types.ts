@@ -104,7 +104,11 @@ export interface GroupConsumerOptions {
   eachBatch(batch: ConsumedBatch): Promise<void>;
   /** Assignment changes: the partitions this member now owns. */
   onAssignment?(assigned: { topic: string; partitions: number[] }[]): void;
-  onCrash?(error: Error): void;
+  /**
+   * The consumer failed. With `restarting`, kafkajs rejoins by itself (a retriable failure); without,
+   * the member is gone and `start()`, if still waiting, rejects with the same error.
+   */
+  onCrash?(error: Error, restarting: boolean): void;
 }
 
 export interface TopicPartitions {
@@ -114,9 +118,12 @@ export interface TopicPartitions {
 }
 
 export interface GroupConsumer {
-  /** Resolves once the consumer has joined its group and received its assignment. */
+  /** Resolves once the consumer has joined its group, received its assignment and fetched once. */
   start(): Promise<void>;
-  /** Stops fetching these partitions (back-pressure) without leaving the group; batches in hand finish. */
+  /**
+   * After start(): stops fetching these partitions (back-pressure) without leaving the group;
+   * batches in hand finish.
+   */
   pause(partitions: TopicPartitions[]): void;
   resume(partitions: TopicPartitions[]): void;
   close(): Promise<void>;
