@@ -94,7 +94,18 @@ export function wrapAdmin(admin: Admin): KafkaAdmin {
     },
 
     async topicOffsets(topic) {
-      const offsets = await call(`fetch offsets of ${topic}`, () => admin.fetchTopicOffsets(topic));
+      // Right after a topic is created, metadata can already name a leader that has not yet taken
+      // the partition over: ListOffsets answers NOT_LEADER_FOR_PARTITION for a moment (seen in CI on
+      // Kafka 4.3.1), and kafkajs gives up on that error at once. Retriable errors are retried here,
+      // bounded, so a reader never fails on a topic that is merely new.
+      const offsets = await retry(
+        () => call(`fetch offsets of ${topic}`, () => admin.fetchTopicOffsets(topic)),
+        {
+          retries: 10,
+          initialDelayMs: 50,
+          maxDelayMs: 1000,
+        },
+      );
       return offsets.map((o) => ({ partition: o.partition, low: o.low, high: o.high }));
     },
 
