@@ -3,6 +3,7 @@ import type { KafkaConfig } from '../config/index.ts';
 import type { Logger } from '../logger.ts';
 import { wrapAdmin } from './admin.ts';
 import { createGroupConsumer } from './consumer.ts';
+import { cacheCoordinatorLookups } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';
 import { pinoLogCreator, routeKafkajsWarnings } from './logging.ts';
 import { createProducer, createTransactionalProducer } from './producer.ts';
@@ -28,6 +29,7 @@ function saslOf(config: KafkaConfig): SASLOptions | undefined {
 export function createKafkaClient({ config, logger, retry }: KafkaClientOptions): KafkaClient {
   const log = logger.child({ component: 'kafkajs' });
   routeKafkajsWarnings(log);
+  cacheCoordinatorLookups();
   const options: KafkajsConfig = {
     clientId: config.clientId,
     brokers: config.brokers,

@@ -1,5 +1,6 @@
 import type { Kafka } from 'kafkajs';
 import { AbortedError } from '../errors.ts';
+import { forgetCoordinators } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';
 import { toIncoming } from './records.ts';
 import type { GroupConsumer, GroupConsumerOptions, TopicPartitions } from './types.ts';
@@ -36,6 +37,7 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
   });
   consumer.on(consumer.events.CRASH, (event) => {
     const { error, restart } = event.payload;
+    forgetCoordinators(); // the group coordinator may have moved: kafkajs's restart looks it up again
     const failure = toKafkaError(error, `consumer ${options.groupId} crashed`);
     // Without a restart the member is gone for good: a start() still waiting for the join must end.
     if (!restart) joined.reject(failure);

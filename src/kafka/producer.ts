@@ -1,5 +1,6 @@
 import kafkajs, { type Kafka, type Transaction as KafkajsTransaction } from 'kafkajs';
 import { FencedError } from '../errors.ts';
+import { forgetCoordinators } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';
 import { toTopicMessages } from './records.ts';
 import type {
@@ -27,7 +28,10 @@ const idempotent = {
   createPartitioner: Partitioners.DefaultPartitioner,
 } as const;
 
-/** Runs a producer call; once one has been fenced, every later call fails at once with the same error. */
+/**
+ * Runs a producer call; once one has been fenced, every later call fails at once with the same error.
+ * Any failure also forgets the cached coordinators (coordinator-cache.ts).
+ */
 type Guard = <T>(fn: () => Promise<T>) => Promise<T>;
 
 function fencingGuard(): Guard {
@@ -37,6 +41,8 @@ function fencingGuard(): Guard {
     try {
       return await fn();
     } catch (err) {
+      // The coordinator may have moved: the next lookup asks the cluster again.
+      forgetCoordinators();
       if (err instanceof FencedError) fenced = err;
       throw err;
     }
