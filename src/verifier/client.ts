@@ -72,7 +72,7 @@ export async function createVerificationClient(
     isolation: 'read_committed',
     fromBeginning: false,
     autoCommit: false,
-    maxWaitMs: 10,
+    maxWaitMs: 100,
     eachBatch: async (batch) => {
       for (const record of batch.records) {
         const correlation = record.headers.kafka_correlationId?.toString('utf8');

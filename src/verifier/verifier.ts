@@ -50,7 +50,14 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   const { config, logger } = deps;
   const progress = new PartitionProgress<OutgoingRecord>();
   const slots = new Slots(config.concurrency);
-  let producer: TransactionalProducer | undefined;
+  // Two transactional producers take turns. After EndTxn the broker still writes the transaction's
+  // markers, and a producer that begins its next transaction at once is answered
+  // CONCURRENT_TRANSACTIONS and backs off: with back-to-back group commits that was most of the
+  // commit time. The other producer's id has no transaction in completion. Transactions still run
+  // one after another, so each one's consumer offsets are appended after the previous one's, and the
+  // group coordinator keeps the offset appended last whatever order the markers arrive in.
+  let producers: TransactionalProducer[] = [];
+  let turn = 0;
   let committing: Promise<void> | undefined;
   let again = false;
   let stopping = false;
@@ -70,6 +77,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
       const { records, offsets } = progress.takeCommittable();
       if (offsets.length === 0) continue;
       const started = performance.now();
+      const producer = producers[turn++ % producers.length];
       await producer?.transaction(records, { consumerOffsets: { groupId: config.groupId, offsets } });
       deps.metrics.commitSeconds.observe((performance.now() - started) / 1000);
     } while (again);
@@ -97,7 +105,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     isolation: 'read_committed',
     fromBeginning: true,
     autoCommit: false,
-    maxWaitMs: 10,
+    maxWaitMs: 100,
     partitionsConsumedConcurrently: Math.max(1, config.partitions),
     onAssignment(assigned) {
       const owned = new Set(assigned.flatMap((a) => a.partitions.map((p) => `${a.topic}/${p}`)));
@@ -141,10 +149,18 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   return {
     done,
     async start() {
-      producer = await deps.kafka.transactionalProducer({
-        transactionalId: deps.transactionalId,
-        transactionTimeoutMs: 15_000,
-      });
+      const ids = [deps.transactionalId, `${deps.transactionalId}.1`];
+      const created = await Promise.allSettled(
+        ids.map((transactionalId) =>
+          deps.kafka.transactionalProducer({ transactionalId, transactionTimeoutMs: 15_000 }),
+        ),
+      );
+      producers = created.flatMap((c) => (c.status === 'fulfilled' ? [c.value] : []));
+      const failed = created.find((c) => c.status === 'rejected');
+      if (failed) {
+        await Promise.allSettled(producers.map((p) => p.close()));
+        throw failed.reason;
+      }
       await consumer.start();
       logger.info({ requestsTopic: config.requestsTopic, groupId: config.groupId }, 'verifier started');
     },
@@ -154,7 +170,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
       scheduleCommit();
       await committing;
       await consumer.close().catch(() => {});
-      await producer?.close().catch(() => {});
+      await Promise.allSettled(producers.map((p) => p.close()));
       finish();
     },
     ready: () =>
