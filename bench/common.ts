@@ -8,7 +8,12 @@ import { findRunningStack, startStack } from '../src/stack/stack.ts';
 export { freePort };
 
 /** The developer's running stack, or one owned by this benchmark process. */
-export async function benchStack(): Promise<{ brokers: string; registryUrl: string; stop(): Promise<void> }> {
+export async function benchStack(): Promise<{
+  brokers: string;
+  registryUrl: string;
+  kafkaPid: number;
+  stop(): Promise<void>;
+}> {
   const running = await findRunningStack();
   if (running) return { ...running, stop: async () => {} };
   return startStack({ ownerPid: process.pid });
@@ -30,6 +35,25 @@ export function cli(args: string[], env: Record<string, string>): ChildProcess {
 }
 
 /** Peak resident set size of a process, from /proc (Linux). */
+/** CPU time (user + system) a process has used so far, in ms; Linux /proc, clock ticks of 10 ms. */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces) start after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** CPU ms used by each named process while `phase` runs. */
+export async function cpuDuring<T>(
+  pids: Record<string, number>,
+  phase: () => Promise<T>,
+): Promise<{ result: T; cpu: Record<string, number> }> {
+  const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuMs(pid)]));
+  const result = await phase();
+  const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuMs(pid) - (before[k] ?? 0)]));
+  return { result, cpu };
+}
+
 export function peakRssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);

@@ -1,11 +1,12 @@
 // Verification through Kafka (requester client -> verifier -> reply) beside direct HTTP calls to the
 // same sandbox at the same concurrency, with a fixed upstream delay; then p99 at 200 requests/s.
 import { randomUUID } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { request } from 'undici';
 import { loadVerifierConfig } from '../src/config/index.ts';
 import { createSandbox } from '../src/sandbox/index.ts';
 import { createVerificationClient } from '../src/verifier/index.ts';
-import { benchStack, cli, fmt, freePort, metric, percentile, until } from './common.ts';
+import { benchStack, cli, cpuDuring, fmt, freePort, metric, percentile, until } from './common.ts';
 
 const DELAY_MS = 20;
 const CONCURRENCY = 64;
@@ -102,11 +103,14 @@ export async function run(): Promise<void> {
   const viaKafka = () => client.verify({ iban: IBAN, partyName: holder }, { timeoutMs: 30_000 });
   await closedLoop(viaKafka, 200, CONCURRENCY); // warm-up: JIT, connections, group
   await closedLoop(direct, 200, CONCURRENCY);
-  const d = await closedLoop(direct, N, CONCURRENCY);
+  const pids = { 'requester+sandbox': process.pid, verifier: verifier.pid as number, broker: stack.kafkaPid };
+  const { result: d, cpu: dCpu } = await cpuDuring(pids, () => closedLoop(direct, N, CONCURRENCY));
   // Throughput at the same upstream concurrency: the verifier keeps VERIFY_CONCURRENCY calls in flight
   // to the service, as direct HTTP does; the requester keeps enough requests outstanding to feed it
   // while replies are in transit and committing.
-  const k = await closedLoop(viaKafka, N, CONCURRENCY * OUTSTANDING_FACTOR);
+  const { result: k, cpu: kCpu } = await cpuDuring(pids, () =>
+    closedLoop(viaKafka, N, CONCURRENCY * OUTSTANDING_FACTOR),
+  );
   // The same requester limited to CONCURRENCY outstanding: a latency-bound rate (CONCURRENCY / latency).
   const kClosed = await closedLoop(viaKafka, N, CONCURRENCY);
   const dOpen = await openLoop(direct, 200, 10);
@@ -123,6 +127,16 @@ export async function run(): Promise<void> {
     `through Kafka: ${fmt(k.rate)}/s  p50 ${k.p50.toFixed(1)} ms  p99 ${k.p99.toFixed(1)} ms  (requester keeps ${CONCURRENCY * OUTSTANDING_FACTOR} outstanding)`,
   );
   console.log(`ratio Kafka / direct: ${(k.rate / d.rate).toFixed(2)} (target >= 0.90)`);
+  // CPU per verification bounds the rate on this machine: 2 cores give at most 2,000 ms of CPU a second.
+  const perVerification = (cpu: Record<string, number>) => {
+    const total = Object.values(cpu).reduce((a, b) => a + b, 0) / N;
+    const parts = Object.entries(cpu)
+      .map(([name, ms]) => `${name} ${(ms / N).toFixed(2)}`)
+      .join(', ');
+    return `${total.toFixed(2)} ms (${parts}); ${availableParallelism()} cores allow at most ${fmt((availableParallelism() * 1000) / total)}/s`;
+  };
+  console.log(`CPU per verification, direct: ${perVerification(dCpu)}`);
+  console.log(`CPU per verification, Kafka:  ${perVerification(kCpu)}`);
   console.log(
     `through Kafka, requester limited to ${CONCURRENCY} outstanding: ${fmt(kClosed.rate)}/s  p50 ${kClosed.p50.toFixed(1)} ms  p99 ${kClosed.p99.toFixed(1)} ms  (ratio ${(kClosed.rate / d.rate).toFixed(2)}; ${fmt(commits)} transactions in all)`,
   );
