@@ -1,18 +1,41 @@
 // Connector throughput: the sandbox feed (1,000-row pages, a 200,000-row backlog) through the
-// connector into Kafka, beside a bare kafkajs transactional producer sending the same number of
-// pre-encoded records in the same transaction size, in one run on the same broker.
+// connector into Kafka, beside a bare kafkajs transactional producer sending the same records the
+// connector published (read back from its topic: key, Avro value, headers) in the same transaction
+// size, in one run on the same broker; plus CPU per row of connector, sandbox and broker.
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { createSandbox } from '../src/sandbox/index.ts';
-import { benchStack, cli, fmt, freePort, metric, peakRssMb, until } from './common.ts';
+import { benchStack, cli, cpuMs, fmt, freePort, metric, peakRssMb, until } from './common.ts';
 
 const TX = 5000;
 
-async function bareProducer(
-  brokers: string,
-  rows: number,
-  sample: { key: string; value: Buffer }[],
-): Promise<number> {
+/** The connector's own records (key, Avro value, headers), read back from its topic: "the same records". */
+async function recordsOf(brokers: string, topic: string, n: number): Promise<kafkajs.Message[]> {
+  const kafka = new kafkajs.Kafka({
+    brokers: [brokers],
+    clientId: 'bench-read',
+    logLevel: kafkajs.logLevel.NOTHING,
+  });
+  const consumer = kafka.consumer({ groupId: `bench-read-${randomUUID()}`, maxBytes: 16 * 1024 * 1024 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const out: kafkajs.Message[] = [];
+  await new Promise<void>((resolve) => {
+    void consumer.run({
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) {
+          if (m.value) out.push({ key: m.key, value: m.value, headers: m.headers });
+        }
+        if (out.length >= n) resolve();
+      },
+    });
+  });
+  await consumer.disconnect();
+  return out.slice(0, n);
+}
+
+async function bareProducer(brokers: string, messages: kafkajs.Message[]): Promise<number> {
+  const rows = messages.length;
   const kafka = new kafkajs.Kafka({
     brokers: [brokers],
     clientId: 'bench-bare',
@@ -33,11 +56,7 @@ async function bareProducer(
   const started = performance.now();
   for (let sent = 0; sent < rows; sent += TX) {
     const tx = await producer.transaction();
-    const messages = Array.from(
-      { length: Math.min(TX, rows - sent) },
-      (_, i) => sample[(sent + i) % sample.length] as { key: string; value: Buffer },
-    );
-    await tx.send({ topic, messages, acks: -1 });
+    await tx.send({ topic, messages: messages.slice(sent, sent + TX), acks: -1 });
     await tx.commit();
   }
   const rate = rows / ((performance.now() - started) / 1000);
@@ -47,7 +66,7 @@ async function bareProducer(
   return rate;
 }
 
-async function connectorRun(stack: { brokers: string; registryUrl: string }, rows: number) {
+async function connectorRun(stack: { brokers: string; registryUrl: string; kafkaPid: number }, rows: number) {
   const sandbox = createSandbox({ port: 0, alerts: rows, changesPerSec: 0, pageSize: 1000, rateLimit: 0 });
   const { url } = await sandbox.start();
   const port = await freePort();
@@ -74,32 +93,46 @@ async function connectorRun(stack: { brokers: string; registryUrl: string }, row
   );
   const started = performance.now();
   const first = await metric(metrics, 'fraudlink_connector_rows_published_total');
+  const cpuBefore = {
+    connector: cpuMs(child.pid as number),
+    sandbox: process.cpuUsage(),
+    broker: cpuMs(stack.kafkaPid),
+  };
   await until(
     async () => (await metric(metrics, 'fraudlink_connector_rows_published_total')) >= rows,
     600_000,
     50,
   );
   const seconds = (performance.now() - started) / 1000;
+  const sandboxCpu = process.cpuUsage(cpuBefore.sandbox);
+  const perRow = (ms: number) => (ms * 1000) / (rows - first);
+  const cpu = {
+    connector: perRow(cpuMs(child.pid as number) - cpuBefore.connector),
+    sandbox: perRow((sandboxCpu.user + sandboxCpu.system) / 1000),
+    broker: perRow(cpuMs(stack.kafkaPid) - cpuBefore.broker),
+  };
   const rss = peakRssMb(child.pid as number);
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
   await sandbox.stop();
-  return { rate: (rows - first) / seconds, rss };
+  return { rate: (rows - first) / seconds, rss, topic: `${prefix}.alerts`, cpu };
 }
 
 export async function run(): Promise<void> {
   const rows = Number(process.env.BENCH_ROWS ?? 200_000);
   const stack = await benchStack();
-  const sample = Array.from({ length: 1000 }, (_, i) => ({
-    key: `DE89370400440532${String(i).padStart(6, '0')}`,
-    value: Buffer.alloc(180, i % 256),
-  }));
-  const bare = await bareProducer(stack.brokers, rows, sample);
   const connector = await connectorRun(stack, rows);
+  const records = await recordsOf(stack.brokers, connector.topic, rows);
+  const bare = await bareProducer(stack.brokers, records);
   console.log(`rows: ${fmt(rows)}, ${TX} records per transaction`);
-  console.log(`bare kafkajs transactional producer: ${fmt(bare)} records/s`);
+  console.log(
+    `bare kafkajs transactional producer, the connector's own records (key, Avro value, 3 headers): ${fmt(bare)} records/s`,
+  );
   console.log(`connector (sandbox feed -> Avro -> Kafka):  ${fmt(connector.rate)} rows/s`);
   console.log(`ratio connector / bare: ${(connector.rate / bare).toFixed(2)} (target >= 0.80)`);
+  console.log(
+    `connector CPU per row: connector ${connector.cpu.connector.toFixed(1)} µs, sandbox ${connector.cpu.sandbox.toFixed(1)} µs, broker ${connector.cpu.broker.toFixed(1)} µs`,
+  );
   console.log(
     `connector peak RSS: ${connector.rss.toFixed(0)} MB (target < 200 MB at 1,000,000 rows; BENCH_ROWS=${rows})`,
   );

@@ -95,11 +95,18 @@ export function createConnector(deps: ConnectorDeps): Connector {
     await session.commit(batch);
     metrics.commitSeconds.observe((performance.now() - started) / 1000);
     metrics.transactionRows.observe(batch.events.length + batch.rejected.length);
+    // Counted per transaction, not per row: a labelled inc() hashes its labels each time.
+    const published = new Map<EventType, number>();
+    let newest = Number.NEGATIVE_INFINITY;
     for (const { type, event } of batch.events) {
-      metrics.published.inc({ type });
-      metrics.setNewestPublished(event.updatedAt);
+      published.set(type, (published.get(type) ?? 0) + 1);
+      if (event.updatedAt > newest) newest = event.updatedAt;
     }
-    for (const r of batch.rejected) metrics.rejected.inc({ code: r.code });
+    for (const [type, n] of published) metrics.published.inc({ type }, n);
+    if (batch.events.length > 0) metrics.setNewestPublished(newest);
+    const rejected = new Map<RowErrorCode, number>();
+    for (const r of batch.rejected) rejected.set(r.code, (rejected.get(r.code) ?? 0) + 1);
+    for (const [code, n] of rejected) metrics.rejected.inc({ code }, n);
     metrics.setCursorCommitted(now());
   };
 

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { isValidNormalizedIban, normalizeIban } from '../iban.ts';
 import { parseInstant } from '../instant.ts';
 
@@ -51,12 +51,13 @@ function idOf(value: unknown): string | null {
 
 /** The event id of SPEC §4: the same row change always has the same id, whatever form updatedAt took. */
 export function eventIdOf(alertId: string, updatedAt: number, isActive: boolean): string {
-  return createHash('sha256').update(`${alertId}|${updatedAt}|${isActive}`).digest('hex');
+  // crypto.hash: one call, no Hash object per row (the connector hashes every row).
+  return hash('sha256', `${alertId}|${updatedAt}|${isActive}`, 'hex');
 }
 
 /** Identifies a row that cannot become an event, by its raw content, so a re-served copy is rejected once. */
 export function fingerprintOf(raw: string): string {
-  return createHash('sha256').update(raw).digest('hex');
+  return hash('sha256', raw, 'hex');
 }
 
 function reject(code: RowErrorCode, message: string, row: Record<string, unknown>): MappedRow {
