@@ -1,5 +1,5 @@
 import type { KafkaConfig, RegistryConfig } from '../config/index.ts';
-import { DecodeError } from '../errors.ts';
+import { DecodeError, SchemaRegistryError } from '../errors.ts';
 import {
   createKafkaClient,
   createSchemaRegistry,
@@ -106,6 +106,8 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
     try {
       return registry.decodeCached(record.value) ?? (await registry.decode(record.value));
     } catch (err) {
+      // A registry that cannot be reached says nothing about the record: never skip it as undecodable.
+      if (err instanceof SchemaRegistryError) throw err;
       throw new DecodeError(
         `${config.alertsTopic} partition ${record.partition} offset ${record.offset} cannot be decoded: ${(err as Error).message}`,
         { cause: err },
@@ -121,7 +123,8 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
         try {
           decoded = await decodeOne(record);
         } catch (err) {
-          if (!options.skipUndecodable) throw err;
+          // Only the record's own fault may be skipped; a registry outage ends or stalls the read.
+          if (!options.skipUndecodable || !(err instanceof DecodeError)) throw err;
           result.skipped++;
           logger.warn(
             { err, partition: record.partition, offset: record.offset },

@@ -109,6 +109,16 @@ describe('replay of the compacted alerts topic', () => {
     const lenient = runCli(['replay', '--skip-undecodable', '--summary'], env);
     expect(await lenient.exited).toBe(0);
     expect(JSON.parse(lenient.stdout())).toMatchObject({ skipped: 1 });
+    // An unreachable registry is not undecodable data: even with --skip-undecodable replay stops
+    // with the registry error instead of skipping every record and printing a table with holes.
+    const noRegistry = runCli(['replay', '--skip-undecodable', '--summary'], {
+      ...env,
+      SCHEMA_REGISTRY_URL: 'http://127.0.0.1:9/apis/ccompat/v7',
+    });
+    expect(await noRegistry.exited).toBe(1);
+    expect(noRegistry.stderr()).toMatch(/SCHEMA_REGISTRY: .*ECONNREFUSED/);
+    expect(noRegistry.stderr()).not.toContain('skipping an undecodable record');
+    expect(noRegistry.stdout()).toBe('');
 
     const bad = runCli(['replay'], { ...env, KAFKA_BROKERS: 'nohostport' });
     expect(await bad.exited).toBe(2);
