@@ -34,7 +34,6 @@ export function cli(args: string[], env: Record<string, string>): ChildProcess {
   });
 }
 
-/** Peak resident set size of a process, from /proc (Linux). */
 /** CPU time (user + system) a process has used so far, in ms; Linux /proc, clock ticks of 10 ms. */
 export function cpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -54,6 +53,7 @@ export async function cpuDuring<T>(
   return { result, cpu };
 }
 
+/** Peak resident set size of a process, from /proc (Linux). */
 export function peakRssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
