@@ -5,7 +5,17 @@
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { createSandbox } from '../src/sandbox/index.ts';
-import { benchStack, cli, cpuMs, fmt, freePort, metric, peakRssMb, until } from './common.ts';
+import {
+  bareTransactionalProducer,
+  benchStack,
+  cli,
+  cpuMs,
+  fmt,
+  freePort,
+  metric,
+  peakRssMb,
+  until,
+} from './common.ts';
 
 const TX = 5000;
 
@@ -45,14 +55,7 @@ async function bareProducer(brokers: string, messages: kafkajs.Message[]): Promi
   await admin.connect();
   const topic = `bench.bare.${randomUUID().slice(0, 8)}`;
   await admin.createTopics({ topics: [{ topic, numPartitions: 6, replicationFactor: 1 }] });
-  const producer = kafka.producer({
-    transactionalId: `bench-bare-${randomUUID()}`,
-    idempotent: true,
-    maxInFlightRequests: 1,
-    retry: { initialRetryTime: 20 },
-    createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
-  });
-  await producer.connect();
+  const producer = await bareTransactionalProducer(kafka);
   const started = performance.now();
   for (let sent = 0; sent < rows; sent += TX) {
     const tx = await producer.transaction();
