@@ -30,9 +30,11 @@ export function cli(args: string[], env: Record<string, string>): ChildProcess {
       HOME: process.env.HOME ?? '',
       LOG_LEVEL: 'warn',
       ...(process.env.BENCH_CHILD_NODE_OPTIONS && { NODE_OPTIONS: process.env.BENCH_CHILD_NODE_OPTIONS }),
+      // glibc allocator settings (MALLOC_ARENA_MAX...) reach the child as they would in production.
+      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('MALLOC_'))),
       ...env,
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_CHILD_STDOUT ? 'inherit' : 'ignore', 'inherit'],
   });
 }
 

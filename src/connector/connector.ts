@@ -1,39 +1,34 @@
 import { AbortedError, findError, isRetriable } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { backoffDelay, defaultRetryPolicy, sleep } from '../retry.ts';
-import { type CursorRecord, CursorTracker, type ExportRequest } from './cursor.ts';
+import { type CursorRecord, CursorTracker } from './cursor.ts';
 import type { ConnectorMetrics } from './metrics.ts';
-import { type AlertEvent, type EventType, fingerprintOf, mapRow, type RowErrorCode } from './rows.ts';
+import type { PageRetry, PageSource } from './pages.ts';
+import {
+  eventValue,
+  KIND_REJECTED,
+  kindTypes,
+  type PreparedPage,
+  type PreparedRejection,
+} from './prepare.ts';
+import type { EventType, RowErrorCode } from './rows.ts';
 
-export interface ExportPage {
-  rows: unknown[];
-  nextCursor: string | null;
-}
+export type { ExportFeed, ExportPage } from './pages.ts';
 
-/** The part of the API client the connector uses; retries (429, 5xx, resets) happen inside it. */
-export interface ExportFeed {
-  exportPage(
-    request: ExportRequest,
-    options: {
-      signal: AbortSignal;
-      retry: { retries: number; maxDelayMs: number };
-      onRetry: (info: { attempt: number; delayMs: number; error: unknown }) => void;
-    },
-  ): Promise<ExportPage>;
-}
-
-export interface RejectedRow {
-  raw: string;
-  code: RowErrorCode;
-  message: string;
-  id: string | null;
-  observedAt: number;
+/** An event ready for Kafka: its key, its Avro value (wire format) and what its headers carry. */
+export interface PreparedEvent {
+  type: EventType;
+  key: string;
+  value: Buffer;
+  eventId: string;
+  alertId: string;
+  updatedAt: number;
 }
 
 /** What one Kafka transaction carries: events, DLQ records and the cursor that covers them. */
 export interface Batch {
-  events: { type: EventType; event: AlertEvent }[];
-  rejected: RejectedRow[];
+  events: PreparedEvent[];
+  rejected: PreparedRejection[];
   cursor: CursorRecord;
 }
 
@@ -50,7 +45,7 @@ export interface ConnectorDeps {
   pollIntervalMs: number;
   txMaxRows: number;
   txMaxMs: number;
-  feed: ExportFeed;
+  pages: PageSource;
   openSession(signal: AbortSignal): Promise<PublishSession>;
   metrics: ConnectorMetrics;
   logger: Logger;
@@ -66,6 +61,50 @@ export interface Connector {
 
 const swallow = () => {};
 
+/** What the connector does on each retry of an export request: count it, show the state, log it. */
+export function retryReporter(metrics: ConnectorMetrics, logger: Logger): (retry: PageRetry) => void {
+  return ({ code, delayMs }) => {
+    if (code === 'UPSTREAM_RATE_LIMITED') metrics.throttled.inc();
+    metrics.upstreamRetries.inc({ code });
+    metrics.backoffSeconds.inc(delayMs / 1000);
+    metrics.setState('backing_off');
+    logger.warn({ code, delayMs }, 'export request failed, backing off');
+  };
+}
+
+/** The rows of a page the cursor has not seen yet, appended to the open transaction's lists. */
+function admit(
+  page: PreparedPage,
+  tracker: CursorTracker,
+  events: PreparedEvent[],
+  rejected: PreparedRejection[],
+): void {
+  const { kinds, updatedAt, eventIds, alertIds, keys } = page;
+  let e = 0;
+  let r = 0;
+  for (let i = 0; i < kinds.length; i++) {
+    const kind = kinds[i] as number;
+    if (kind === KIND_REJECTED) {
+      const row = page.rejected[r++] as PreparedRejection;
+      if (tracker.admitRejected(row.updatedAt, row.fingerprint)) rejected.push(row);
+      continue;
+    }
+    const eventId = eventIds[e] as string;
+    const at = updatedAt[e] as number;
+    if (tracker.admitEvent(at, eventId)) {
+      events.push({
+        type: kindTypes[kind] as EventType,
+        key: keys[e] as string,
+        value: eventValue(page, e),
+        eventId,
+        alertId: alertIds[e] as string,
+        updatedAt: at,
+      });
+    }
+    e++;
+  }
+}
+
 export function createConnector(deps: ConnectorDeps): Connector {
   const { metrics, logger } = deps;
   const now = deps.now ?? Date.now;
@@ -73,19 +112,8 @@ export function createConnector(deps: ConnectorDeps): Connector {
   let running: Promise<void> | undefined;
   let sessionOpen = false;
 
-  const fetchPage = (request: ExportRequest): Promise<ExportPage> => {
-    const page = deps.feed.exportPage(request, {
-      signal: controller.signal,
-      retry: { retries: Number.POSITIVE_INFINITY, maxDelayMs: 30_000 },
-      onRetry: ({ delayMs, error }) => {
-        const code = (error as { code?: string }).code ?? 'UNKNOWN';
-        if (code === 'UPSTREAM_RATE_LIMITED') metrics.throttled.inc();
-        metrics.upstreamRetries.inc({ code });
-        metrics.backoffSeconds.inc(delayMs / 1000);
-        metrics.setState('backing_off');
-        logger.warn({ code, delayMs }, 'export request failed, backing off');
-      },
-    });
+  const fetchPage = (request: ReturnType<CursorTracker['nextRequest']>): Promise<PreparedPage> => {
+    const page = deps.pages.next(request, controller.signal);
     page.catch(swallow); // awaited later; this only keeps an early rejection from being "unhandled"
     return page;
   };
@@ -98,9 +126,9 @@ export function createConnector(deps: ConnectorDeps): Connector {
     // Counted per transaction, not per row: a labelled inc() hashes its labels each time.
     const published = new Map<EventType, number>();
     let newest = Number.NEGATIVE_INFINITY;
-    for (const { type, event } of batch.events) {
+    for (const { type, updatedAt } of batch.events) {
       published.set(type, (published.get(type) ?? 0) + 1);
-      if (event.updatedAt > newest) newest = event.updatedAt;
+      if (updatedAt > newest) newest = updatedAt;
     }
     for (const [type, n] of published) metrics.published.inc({ type }, n);
     if (batch.events.length > 0) metrics.setNewestPublished(newest);
@@ -124,8 +152,8 @@ export function createConnector(deps: ConnectorDeps): Connector {
         'connector session started',
       );
       let dedupSeen = tracker.counters.deduplicated;
-      let batch: Batch['events'] = [];
-      let rejected: RejectedRow[] = [];
+      let batch: PreparedEvent[] = [];
+      let rejected: PreparedRejection[] = [];
       let batchStarted = now();
       let lastCommittedPosition = JSON.stringify([tracker.nextRequest(), tracker.highWaterMark]);
       let nextPage = fetchPage(tracker.nextRequest());
@@ -133,24 +161,7 @@ export function createConnector(deps: ConnectorDeps): Connector {
         const page = await nextPage;
         metrics.setState('running');
         metrics.pages.inc();
-        const observedAt = now();
-        for (const raw of page.rows) {
-          const mapped = mapRow(raw, observedAt);
-          if (mapped.ok) {
-            if (tracker.admitEvent(mapped.event.updatedAt, mapped.event.eventId)) batch.push(mapped);
-          } else {
-            const text = JSON.stringify(raw) ?? 'null';
-            if (tracker.admitRejected(mapped.updatedAt, fingerprintOf(text))) {
-              rejected.push({
-                raw: text,
-                code: mapped.code,
-                message: mapped.message,
-                id: mapped.id,
-                observedAt,
-              });
-            }
-          }
-        }
+        admit(page, tracker, batch, rejected);
         tracker.pageDone(page.nextCursor);
         metrics.deduplicated.inc(tracker.counters.deduplicated - dedupSeen);
         dedupSeen = tracker.counters.deduplicated;

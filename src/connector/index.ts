@@ -1,12 +1,12 @@
 import { Registry } from 'prom-client';
-import { createApiClient } from '../api/index.ts';
 import type { ConnectorConfig } from '../config/index.ts';
 import { createKafkaClient, createSchemaRegistry, type KafkaClient, type TopicSpec } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
 import { createOpsServer } from '../observability/http-server.ts';
-import { type Connector, createConnector } from './connector.ts';
+import { type Connector, createConnector, retryReporter } from './connector.ts';
 import { openKafkaSession, registerAlertSchemas } from './kafka-session.ts';
 import { createConnectorMetrics } from './metrics.ts';
+import { workerPageSource } from './worker-pages.ts';
 
 export { readCursorRecord, transactionalIdOf } from './kafka-session.ts';
 
@@ -30,6 +30,9 @@ export function connectorTopics(config: ConnectorConfig): TopicSpec[] {
   ];
 }
 
+/** Pages fetched and prepared ahead of the loop: a few hundred kB each at 1,000 rows. */
+const PAGE_READ_AHEAD = 3;
+
 export interface RunningConnector {
   connector: Connector;
   /** Resolves when the loop ends after stop(); rejects with the failure that ended it otherwise. */
@@ -52,24 +55,36 @@ export async function startConnector(config: ConnectorConfig, logger: Logger): P
     createSchemaRegistry(config.registry),
     config.topics.alertsTopic,
   );
-  const api = createApiClient({
-    baseUrl: config.api.baseUrl,
-    apiKey: config.api.key,
-    timeoutMs: config.api.timeoutMs,
-    cursorParam: config.connector.cursorParam,
-    logger: log,
-    ...(config.api.tls && { tls: config.api.tls }),
-  });
   const registry = new Registry();
   const metrics = createConnectorMetrics(registry);
+  const pages = workerPageSource({
+    api: {
+      baseUrl: config.api.baseUrl,
+      apiKey: config.api.key,
+      timeoutMs: config.api.timeoutMs,
+      cursorParam: config.connector.cursorParam,
+      ...(config.api.tls && { tls: config.api.tls }),
+    },
+    schemas: {
+      AlertUpserted: { schemaId: encoders.AlertUpserted.schemaId, subject: encoders.AlertUpserted.subject },
+      AlertDeactivated: {
+        schemaId: encoders.AlertDeactivated.schemaId,
+        subject: encoders.AlertDeactivated.subject,
+      },
+    },
+    logLevel: logger.level,
+    readAhead: PAGE_READ_AHEAD,
+    onRetry: retryReporter(metrics, log),
+    logger: log,
+  });
   const connector = createConnector({
     name: config.connector.name,
     exportStart: config.connector.exportStart,
     pollIntervalMs: config.connector.pollIntervalMs,
     txMaxRows: config.connector.txMaxRows,
     txMaxMs: config.connector.txMaxMs,
-    feed: api,
-    openSession: () => openKafkaSession({ kafka, encoders, config, logger: log }),
+    pages,
+    openSession: () => openKafkaSession({ kafka, config, logger: log }),
     metrics,
     logger: log,
   });
@@ -88,7 +103,7 @@ export async function startConnector(config: ConnectorConfig, logger: Logger): P
   );
   const done = connector.start().finally(async () => {
     await ops.stop();
-    await api.close();
+    await pages.close();
   });
   return {
     connector,

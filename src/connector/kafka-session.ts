@@ -1,15 +1,13 @@
 import type { ConnectorConfig } from '../config/index.ts';
-import type { Encoder, KafkaClient, OutgoingRecord, SchemaRegistryClient } from '../kafka/index.ts';
+import type { KafkaClient, OutgoingRecord, SchemaRegistryClient } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
 import type { Batch, PublishSession } from './connector.ts';
 import { type CursorRecord, parseCursorRecord, serializeCursorRecord } from './cursor.ts';
+import type { AlertEncoders } from './prepare.ts';
 import type { AlertEvent } from './rows.ts';
 
-export interface AlertEncoders {
-  AlertUpserted: Encoder<AlertEvent>;
-  AlertDeactivated: Encoder<AlertEvent>;
-}
+export type { AlertEncoders };
 
 export function transactionalIdOf(name: string): string {
   return `${name}.connector`;
@@ -46,7 +44,6 @@ export function cursorRecordOf(topic: string, name: string, cursor: CursorRecord
 
 export interface SessionDeps {
   kafka: KafkaClient;
-  encoders: AlertEncoders;
   config: Pick<ConnectorConfig, 'topics' | 'connector'>;
   logger: Logger;
 }
@@ -71,12 +68,12 @@ export async function openKafkaSession(deps: SessionDeps): Promise<PublishSessio
   const toRecords = (batch: Batch): OutgoingRecord[] => {
     const records: OutgoingRecord[] = new Array(batch.events.length);
     for (let i = 0; i < batch.events.length; i++) {
-      const { type, event } = batch.events[i] as Batch['events'][number];
+      const { type, key, value, eventId, alertId } = batch.events[i] as Batch['events'][number];
       records[i] = {
         topic: topics.alertsTopic,
-        key: event.iban,
-        value: deps.encoders[type].encode(event),
-        headers: { 'event-type': type, 'event-id': event.eventId, 'alert-id': event.alertId },
+        key,
+        value,
+        headers: { 'event-type': type, 'event-id': eventId, 'alert-id': alertId },
       };
     }
     for (const r of batch.rejected) {

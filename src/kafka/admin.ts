@@ -1,7 +1,8 @@
-import kafkajs, { type Admin, type ITopicConfig } from 'kafkajs';
+import type { Admin, ITopicConfig } from 'kafkajs';
 import { KafkaError, TopicConfigMismatchError } from '../errors.ts';
 import { retry } from '../retry.ts';
 import { toKafkaError } from './errors.ts';
+import kafkajs from './kafkajs.ts';
 import type { KafkaAdmin, TopicSpec } from './types.ts';
 
 // kafkajs is CommonJS: its values come through the default export.

@@ -1,10 +1,11 @@
-import kafkajs, { type KafkaConfig as KafkajsConfig, type SASLOptions } from 'kafkajs';
+import type { KafkaConfig as KafkajsConfig, SASLOptions } from 'kafkajs';
 import type { KafkaConfig } from '../config/index.ts';
 import type { Logger } from '../logger.ts';
 import { wrapAdmin } from './admin.ts';
 import { createGroupConsumer } from './consumer.ts';
 import { cacheCoordinatorLookups } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';
+import kafkajs from './kafkajs.ts';
 import { pinoLogCreator, routeKafkajsWarnings } from './logging.ts';
 import { createProducer, createTransactionalProducer } from './producer.ts';
 import { readTopic } from './read-topic.ts';

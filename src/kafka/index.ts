@@ -1,3 +1,4 @@
+export { avroEncoder } from './avro-encoder.ts';
 export { createKafkaClient, type KafkaClientOptions } from './client.ts';
 export {
   type AvroSchemaJson,

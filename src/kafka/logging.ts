@@ -1,5 +1,6 @@
-import kafkajs, { type logCreator } from 'kafkajs';
+import type { logCreator } from 'kafkajs';
 import type { Logger } from '../logger.ts';
+import kafkajs from './kafkajs.ts';
 
 // kafkajs is CommonJS: its values come through the default export.
 const { logLevel } = kafkajs;

@@ -1,7 +1,8 @@
-import kafkajs, { type Kafka, type Transaction as KafkajsTransaction } from 'kafkajs';
+import type { Kafka, Transaction as KafkajsTransaction } from 'kafkajs';
 import { FencedError } from '../errors.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';
+import kafkajs from './kafkajs.ts';
 import { toTopicMessages } from './records.ts';
 import type {
   Producer,

@@ -1,22 +1,20 @@
 import { COMPATIBILITY, SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
-import avro from 'avsc';
+import type avro from 'avsc';
 import type { RegistryConfig } from '../config/index.ts';
-import { DecodeError, InvalidInputError } from '../errors.ts';
+import { DecodeError } from '../errors.ts';
+import {
+  type AvroSchemaJson,
+  avroEncoder,
+  avroOptions,
+  avroTypeOf,
+  type Encoder,
+  fullName,
+  subjectFor,
+} from './avro-encoder.ts';
 import { registryError } from './registry-errors.ts';
-import { frame, HEADER_SIZE, unframe, writeHeader } from './wire-format.ts';
+import { unframe } from './wire-format.ts';
 
-/**
- * `timestamp-millis` fields are plain epoch-ms JS numbers in both directions: no logical-type class
- * is registered with avsc, so such a field reads and writes as its underlying long (exact up to 2^53,
- * the year 287396), never as a Date. A Date given to `encode` is refused like any other non-long.
- * Set explicitly, for the encoders and the readers fetched from the registry alike. A fresh object
- * each time: avsc records every named type in `opts.registry`, so a shared object would make the next
- * schema with the same record name a "duplicate type name".
- */
-const avroOptions = (): Partial<avro.ForSchemaOptions> => ({ logicalTypes: {} });
-
-/** Most records fit; a larger one falls back to a second encoding pass. */
-const ENCODE_HINT = 512;
+export { type AvroSchemaJson, type Encoder, fullName, subjectFor };
 
 export type RegistryCompatibility = keyof typeof COMPATIBILITY;
 
@@ -26,20 +24,6 @@ export interface SchemaRegistryOptions extends RegistryConfig {
    * Apicurio answers with its global default even for a subject without a rule. Default BACKWARD.
    */
   compatibility?: RegistryCompatibility;
-}
-
-export interface AvroSchemaJson {
-  type: 'record';
-  name: string;
-  namespace?: string;
-  [key: string]: unknown;
-}
-
-export interface Encoder<T> {
-  schemaId: number;
-  subject: string;
-  /** Synchronous: the Confluent wire format of `value`. InvalidInputError when it breaks the schema. */
-  encode(value: T): Buffer;
 }
 
 export interface Decoded {
@@ -60,14 +44,6 @@ export interface SchemaRegistryClient {
   decodeCached(buffer: Buffer | null): Decoded | undefined;
 }
 
-export function fullName(schema: AvroSchemaJson): string {
-  return schema.namespace ? `${schema.namespace}.${schema.name}` : schema.name;
-}
-
-export function subjectFor(topic: string, schema: AvroSchemaJson): string {
-  return `${topic}-${fullName(schema)}`;
-}
-
 interface Reader {
   name: string;
   type: avro.Type;
@@ -82,30 +58,6 @@ function decodeWith(reader: Reader, schemaId: number, body: Buffer): Decoded {
       { cause: err },
     );
   }
-}
-
-function encoderOf<T>(schemaId: number, subject: string, name: string, type: avro.Type): Encoder<T> {
-  const invalid = (err: unknown) =>
-    new InvalidInputError('AVRO_ENCODE', `value is not a valid ${name}: ${(err as Error).message}`, {
-      cause: err,
-    });
-  return {
-    schemaId,
-    subject,
-    encode(value) {
-      let end: number;
-      // Encoded straight after the header in one small pooled buffer: no second copy.
-      const buffer = Buffer.allocUnsafe(ENCODE_HINT);
-      try {
-        end = type.encode(value, buffer, HEADER_SIZE);
-        if (end < 0) return frame(schemaId, type.toBuffer(value));
-      } catch (err) {
-        throw invalid(err);
-      }
-      writeHeader(buffer, schemaId);
-      return buffer.subarray(0, end);
-    },
-  };
 }
 
 export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegistryClient {
@@ -156,10 +108,9 @@ export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegi
     register,
     async encoder<T>(topic: string, schema: AvroSchemaJson): Promise<Encoder<T>> {
       const schemaId = await register(topic, schema);
-      const type = avro.Type.forSchema(schema as avro.Schema, avroOptions());
-      const name = fullName(schema);
-      readers.set(schemaId, { name, type });
-      return encoderOf<T>(schemaId, subjectFor(topic, schema), name, type);
+      const type = avroTypeOf(schema);
+      readers.set(schemaId, { name: fullName(schema), type });
+      return avroEncoder<T>(schemaId, subjectFor(topic, schema), schema, type);
     },
     decodeCached(buffer) {
       const { schemaId, body } = unframe(buffer);

@@ -8,8 +8,10 @@ import {
 } from '../../src/connector/connector.ts';
 import type { CursorRecord, ExportRequest } from '../../src/connector/cursor.ts';
 import { createConnectorMetrics } from '../../src/connector/metrics.ts';
+import { localPageSource } from '../../src/connector/pages.ts';
 import { KafkaError, UpstreamUnauthorizedError } from '../../src/errors.ts';
 import { silentLogger } from '../../src/logger.ts';
+import { testEncoders } from './encoders.ts';
 
 const IBANS = ['DE89370400440532013000', 'FR1420041010050500013M02606', 'GB82WEST12345698765432'];
 
@@ -80,7 +82,7 @@ class FakeKafka {
     };
   }
   eventIds(): string[] {
-    return this.committed.flatMap((b) => b.events.map((e) => e.event.alertId));
+    return this.committed.flatMap((b) => b.events.map((e) => e.alertId));
   }
 }
 
@@ -91,7 +93,7 @@ function connectorFor(feed: ExportFeed, kafka: FakeKafka, overrides: { txMaxRows
     pollIntervalMs: 1,
     txMaxRows: overrides.txMaxRows ?? 3,
     txMaxMs: 60_000,
-    feed,
+    pages: localPageSource({ feed, encoders: testEncoders(), onRetry: () => {} }),
     openSession: () => kafka.open(),
     metrics: createConnectorMetrics(new Registry()),
     logger: silentLogger(),
