@@ -23,8 +23,19 @@ export async function benchStack(): Promise<{
 
 const main = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 
+/**
+ * The node flags the Docker image's ENTRYPOINT runs fraudlink with (between the node binary and the
+ * script): children run as the image runs them. BENCH_CHILD_NODE_OPTIONS adds to them.
+ */
+export const imageNodeFlags: string[] = (() => {
+  const dockerfile = readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8');
+  const line = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)?.[1];
+  if (!line) throw new Error('Dockerfile has no ENTRYPOINT in exec form');
+  return (JSON.parse(line) as string[]).slice(1, -1);
+})();
+
 export function cli(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [main, ...args], {
+  return spawn(process.execPath, [...imageNodeFlags, main, ...args], {
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',

@@ -12,6 +12,7 @@ import {
   cpuMs,
   fmt,
   freePort,
+  imageNodeFlags,
   metric,
   peakRssMb,
   until,
@@ -127,7 +128,9 @@ export async function run(): Promise<void> {
   const connector = await connectorRun(stack, rows);
   const records = await recordsOf(stack.brokers, connector.topic, rows);
   const bare = await bareProducer(stack.brokers, records);
-  console.log(`rows: ${fmt(rows)}, ${TX} records per transaction`);
+  console.log(
+    `rows: ${fmt(rows)}, ${TX} records per transaction; connector run as the image runs it: node ${[...imageNodeFlags, process.env.BENCH_CHILD_NODE_OPTIONS ?? ''].join(' ').trim()}`,
+  );
   console.log(
     `bare kafkajs transactional producer, the connector's own records (key, Avro value, 3 headers): ${fmt(bare)} records/s`,
   );
