@@ -1,9 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import kafkajs from 'kafkajs';
 import { freePort } from '../src/stack/services.ts';
 import { findRunningStack, startStack } from '../src/stack/stack.ts';
 
@@ -101,19 +99,3 @@ export function percentile(sorted: number[], p: number): number {
 }
 
 export const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-
-/**
- * The bare kafkajs transactional producer the benchmarks compare against: kafkajs defaults except
- * what transactions need, the #304 retry fix and the Java client's partitioner.
- */
-export async function bareTransactionalProducer(kafka: kafkajs.Kafka): Promise<kafkajs.Producer> {
-  const producer = kafka.producer({
-    transactionalId: `bench-bare-${randomUUID()}`,
-    idempotent: true,
-    maxInFlightRequests: 1,
-    retry: { initialRetryTime: 20 },
-    createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
-  });
-  await producer.connect();
-  return producer;
-}

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { createKafkaClient, type KafkaClient, type OutgoingRecord } from '../src/kafka/index.ts';
 import { silentLogger } from '../src/logger.ts';
-import { bareTransactionalProducer } from './common.ts';
+import { bareTransactionalProducer } from './bare-producer.ts';
 
 const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:39092').split(',');
 const total = Number(process.argv[2] ?? 200_000);
@@ -37,7 +37,7 @@ async function sendRate(kafka: KafkaClient, topic: string, perTransaction: numbe
 /** kafkajs with its defaults except what transactions need and the #304 retry fix. */
 async function bareRate(topic: string, perTransaction: number): Promise<number> {
   const kafka = new kafkajs.Kafka({ brokers, clientId: 'bench-bare', logLevel: kafkajs.logLevel.NOTHING });
-  const producer = await bareTransactionalProducer(kafka);
+  const producer = await bareTransactionalProducer(kafkajs, kafka);
   const all = records(topic, total).map(({ key, value, headers }) => ({ key, value, headers }));
   const started = process.hrtime.bigint();
   for (let i = 0; i < all.length; i += perTransaction) {

@@ -1,0 +1,88 @@
+// The bare kafkajs transactional producer of the connector benchmark, run in a process of its own so
+// its kafkajs is exactly the one asked for: stock (what the issue compares against), or with
+// fraudlink's fixes to kafkajs's hot path (src/kafka/kafkajs.ts) when BARE_KAFKAJS_FIXES=1. It
+// re-sends the connector's own records (read back from BARE_SOURCE_TOPIC: key, Avro value, headers)
+// in BARE_TX-record transactions and prints `{"rate": records/s, "cpuMs": ...}` on stdout.
+import { randomUUID } from 'node:crypto';
+import type * as Kafkajs from 'kafkajs';
+
+type KafkajsModule = typeof Kafkajs;
+
+/**
+ * The bare producer the benchmarks compare against: kafkajs defaults except what transactions need,
+ * the #304 retry fix and the Java client's partitioner.
+ */
+export async function bareTransactionalProducer(
+  kafkajs: Pick<KafkajsModule, 'Partitioners'>,
+  kafka: Kafkajs.Kafka,
+): Promise<Kafkajs.Producer> {
+  const producer = kafka.producer({
+    transactionalId: `bench-bare-${randomUUID()}`,
+    idempotent: true,
+    maxInFlightRequests: 1,
+    retry: { initialRetryTime: 20 },
+    createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
+  });
+  await producer.connect();
+  return producer;
+}
+
+/** The connector's own records, read back from its topic: "the same records". */
+async function recordsOf(kafka: Kafkajs.Kafka, topic: string, n: number): Promise<Kafkajs.Message[]> {
+  const consumer = kafka.consumer({ groupId: `bench-read-${randomUUID()}`, maxBytes: 16 * 1024 * 1024 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const out: Kafkajs.Message[] = [];
+  await new Promise<void>((resolve) => {
+    void consumer.run({
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) {
+          if (m.value) out.push({ key: m.key, value: m.value, headers: m.headers });
+        }
+        if (out.length >= n) resolve();
+      },
+    });
+  });
+  await consumer.disconnect();
+  return out.slice(0, n);
+}
+
+async function main(): Promise<void> {
+  const env = (name: string): string => {
+    const value = process.env[name];
+    if (!value) throw new Error(`${name} is required`);
+    return value;
+  };
+  if (process.env.BARE_KAFKAJS_FIXES === '1') await import('../src/kafka/kafkajs.ts');
+  const kafkajs = (await import('kafkajs')).default as unknown as KafkajsModule;
+  const rows = Number(env('BARE_ROWS'));
+  const tx = Number(env('BARE_TX'));
+  const kafka = new kafkajs.Kafka({
+    brokers: [env('BARE_BROKERS')],
+    clientId: 'bench-bare',
+    logLevel: kafkajs.logLevel.NOTHING,
+  });
+  const messages = await recordsOf(kafka, env('BARE_SOURCE_TOPIC'), rows);
+  const admin = kafka.admin();
+  await admin.connect();
+  const topic = `bench.bare.${randomUUID().slice(0, 8)}`;
+  await admin.createTopics({ topics: [{ topic, numPartitions: 6, replicationFactor: 1 }] });
+  const producer = await bareTransactionalProducer(kafkajs, kafka);
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  for (let sent = 0; sent < rows; sent += tx) {
+    const transaction = await producer.transaction();
+    await transaction.send({ topic, messages: messages.slice(sent, sent + tx), acks: -1 });
+    await transaction.commit();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
+  await producer.disconnect();
+  await admin.deleteTopics({ topics: [topic] }).catch(() => {});
+  await admin.disconnect();
+  process.stdout.write(
+    `${JSON.stringify({ rate: rows / seconds, cpuMs: (used.user + used.system) / 1000 })}\n`,
+  );
+}
+
+if (import.meta.main) await main();
