@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../src/stack/services.ts';
@@ -32,8 +33,42 @@ export const imageNodeFlags: string[] = (() => {
   return (JSON.parse(line) as string[]).slice(1, -1);
 })();
 
+/**
+ * BENCH_CHILD_MEMORY_MB: the `cgroup.procs` file of a memory cgroup of that size (created once per
+ * benchmark process, cgroup v1 or v2, needs root), so children run as under a container's memory
+ * limit, which Node reads to size V8's heap (the Helm chart's connector limit is 512 MiB).
+ */
+const memoryCgroupProcs: string | undefined = (() => {
+  const mb = Number(process.env.BENCH_CHILD_MEMORY_MB ?? 0);
+  if (!(mb > 0)) return undefined;
+  const lines = readFileSync('/proc/self/cgroup', 'utf8').split('\n');
+  const v1 = lines.find((l) => /^\d+:memory:/.test(l))?.split(':')[2];
+  const v2 = lines.find((l) => l.startsWith('0::'))?.slice(3);
+  const name = `fraudlink-bench-${process.pid}`;
+  const dir =
+    v1 !== undefined ? join('/sys/fs/cgroup/memory', v1, name) : join('/sys/fs/cgroup', v2 ?? '/', name);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, v1 !== undefined ? 'memory.limit_in_bytes' : 'memory.max'),
+    String(mb * 1024 * 1024),
+  );
+  process.once('exit', () => {
+    try {
+      rmdirSync(dir); // a cgroup goes with rmdir once its processes are gone
+    } catch {}
+  });
+  return join(dir, 'cgroup.procs');
+})();
+
+export const childMemoryLimitMb = memoryCgroupProcs ? Number(process.env.BENCH_CHILD_MEMORY_MB) : undefined;
+
 export function cli(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [...imageNodeFlags, main, ...args], {
+  const argv = [...imageNodeFlags, main, ...args];
+  // The shell joins the cgroup, then becomes node (same pid): nothing of the benchmark runs in it.
+  const [command, commandArgs] = memoryCgroupProcs
+    ? ['/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', memoryCgroupProcs, process.execPath, ...argv]]
+    : [process.execPath, argv];
+  return spawn(command, commandArgs as string[], {
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',
