@@ -60,10 +60,8 @@ port.on('message', (message: ToWorker) => {
       void source
         .close()
         .then(() => api.close())
-        .finally(() => {
-          post({ type: 'closed' });
-          port.close();
-        });
+        // With the port closed and the API client's connections gone, the thread ends.
+        .finally(() => port.close());
       break;
   }
 });

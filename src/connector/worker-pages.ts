@@ -59,8 +59,6 @@ export function workerPageSource(options: WorkerPageSourceOptions): PageSource {
       case 'retry':
         onRetry({ code: message.code, delayMs: message.delayMs });
         break;
-      case 'closed':
-        break;
     }
   });
   worker.on('error', (err) => {

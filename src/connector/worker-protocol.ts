@@ -36,8 +36,7 @@ export type ToWorker =
 export type ToMain =
   | { type: 'page'; id: number; page: PreparedPage }
   | { type: 'error'; id: number; error: SerializedError }
-  | ({ type: 'retry' } & PageRetry)
-  | { type: 'closed' };
+  | ({ type: 'retry' } & PageRetry);
 
 /** An error as it crosses the thread boundary: structured clone would keep only its message. */
 export interface SerializedError extends UpstreamErrorDetails {
