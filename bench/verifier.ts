@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { request } from 'undici';
 import { loadVerifierConfig } from '../src/config/index.ts';
-import { createSandbox } from '../src/sandbox/index.ts';
+import { holderNameFor } from '../src/sandbox/index.ts';
 import { createVerificationClient } from '../src/verifier/index.ts';
 import { benchStack, cli, cpuDuring, fmt, freePort, metric, percentile, until } from './common.ts';
 
@@ -51,14 +51,30 @@ async function openLoop(call: () => Promise<unknown>, perSecond: number, seconds
 
 export async function run(): Promise<void> {
   const stack = await benchStack();
-  const sandbox = createSandbox({
-    port: 0,
-    alerts: 10,
-    changesPerSec: 0,
-    rateLimit: 0,
-    faults: { latencyMs: DELAY_MS },
-  });
-  const { url } = await sandbox.start();
+  // The sandbox in a process of its own, like the service it stands for: in this process its
+  // answers would wait behind the requester's Kafka work, which the direct calls do not have.
+  const sandboxPort = await freePort();
+  const url = `http://127.0.0.1:${sandboxPort}`;
+  const sandbox = cli(
+    [
+      'sandbox',
+      '--port',
+      String(sandboxPort),
+      '--alerts',
+      '10',
+      '--changes-per-sec',
+      '0',
+      '--rate-limit',
+      '0',
+      '--fault',
+      `latency=${DELAY_MS}`,
+    ],
+    {},
+  );
+  await until(
+    async () => (await fetch(`${url}/vop/v1/verify`, { method: 'POST' }).catch(() => null)) !== null,
+    30_000,
+  );
   const prefix = `bench-vop-${randomUUID().slice(0, 8)}`;
   const port = await freePort();
   const env = {
@@ -92,7 +108,7 @@ export async function run(): Promise<void> {
     requestsTopic: config.verifier.requestsTopic,
     replyTopic: config.verifier.repliesTopic,
   });
-  const holder = sandbox.holderName(IBAN);
+  const holder = holderNameFor(IBAN);
   const body = JSON.stringify({ iban: IBAN, party: { name: holder } });
   const direct = () =>
     request(`${url}/vop/v1/verify`, {
@@ -103,7 +119,12 @@ export async function run(): Promise<void> {
   const viaKafka = () => client.verify({ iban: IBAN, partyName: holder }, { timeoutMs: 30_000 });
   await closedLoop(viaKafka, 200, CONCURRENCY); // warm-up: JIT, connections, group
   await closedLoop(direct, 200, CONCURRENCY);
-  const pids = { 'requester+sandbox': process.pid, verifier: verifier.pid as number, broker: stack.kafkaPid };
+  const pids = {
+    'requester (or direct client)': process.pid,
+    sandbox: sandbox.pid as number,
+    verifier: verifier.pid as number,
+    broker: stack.kafkaPid,
+  };
   const { result: d, cpu: dCpu } = await cpuDuring(pids, () => closedLoop(direct, N, CONCURRENCY));
   // Throughput at the same upstream concurrency: the verifier keeps VERIFY_CONCURRENCY calls in flight
   // to the service, as direct HTTP does; the requester keeps enough requests outstanding to feed it
@@ -146,7 +167,8 @@ export async function run(): Promise<void> {
   await client.close();
   verifier.kill('SIGTERM');
   await new Promise((r) => verifier.once('exit', r));
-  await sandbox.stop();
+  sandbox.kill('SIGTERM');
+  await new Promise((r) => sandbox.once('exit', r));
   await stack.stop();
 }
 
