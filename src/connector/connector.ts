@@ -1,7 +1,7 @@
 import { AbortedError, findError, isRetriable } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { backoffDelay, defaultRetryPolicy, sleep } from '../retry.ts';
-import { type CursorRecord, CursorTracker } from './cursor.ts';
+import { type CursorRecord, CursorTracker, type ExportRequest } from './cursor.ts';
 import type { ConnectorMetrics } from './metrics.ts';
 import type { PageRetry, PageSource } from './pages.ts';
 import {
@@ -112,7 +112,7 @@ export function createConnector(deps: ConnectorDeps): Connector {
   let running: Promise<void> | undefined;
   let sessionOpen = false;
 
-  const fetchPage = (request: ReturnType<CursorTracker['nextRequest']>): Promise<PreparedPage> => {
+  const fetchPage = (request: ExportRequest): Promise<PreparedPage> => {
     const page = deps.pages.next(request, controller.signal);
     page.catch(swallow); // awaited later; this only keeps an early rejection from being "unhandled"
     return page;
