@@ -2,11 +2,21 @@ import { createRequire } from 'node:module';
 import type * as Kafkajs from 'kafkajs';
 
 /**
- * kafkajs, loaded once through here so three fixes to its per-record hot path are in place before
- * any of its modules load (kafkajs has had no release since 2023). Each leaves the bytes on the wire
- * unchanged (test/kafka/kafkajs-fixes.test.ts compares them with the original code's).
+ * kafkajs, loaded once through here so four fixes are in place before any of its modules load
+ * (kafkajs has had no release since 2023): one to what read_committed consumers see, three to the
+ * producer's per-record hot path. The producer fixes leave the bytes on the wire unchanged
+ * (test/kafka/kafkajs-fixes.test.ts compares them with the original code's).
  *
- * 1. Pooled encoder buffers. kafkajs builds every record with `new Encoder()`, whose constructor takes `Buffer.alloc(512)`: a
+ * 1. Aborted records of interleaved transactions. kafkajs's `filterAbortedMessages` switches on at
+ * most ONE aborted transaction per message: when a fetch starts after the first offsets of two
+ * aborted transactions of different producers (their records interleave in the partition, as with
+ * two verifier producers or two verifier instances), the second producer's aborted records were
+ * delivered to read_committed consumers. Seen here: a kafkajs read_committed reader got 402
+ * "committed" replies where Kafka's own console consumer read 400. The replacement switches on every
+ * aborted transaction whose first offset has been reached, in first-offset order, and takes only a
+ * control record as an abort marker (kafkajs took any record whose key was 0x00000000).
+ *
+ * 2. Pooled encoder buffers. kafkajs builds every record with `new Encoder()`, whose constructor takes `Buffer.alloc(512)`: a
  * zero-filled, unpooled ArrayBuffer of its own, four per record with three headers, each grown by
  * another `Buffer.alloc` when it fills. The replacement takes `Buffer.allocUnsafe` instead: slices of
  * Node's shared 8 KB pool below 4 KB, no zero-filling. An Encoder only ever hands out
@@ -14,12 +24,12 @@ import type * as Kafkajs from 'kafkajs';
  * the connector: 11% less CPU on its Kafka thread, and far fewer short-lived ArrayBuffers.
  *
  *
- * 2. Varlongs without Long objects. Each record's timestamp delta is written with
+ * 3. Varlongs without Long objects. Each record's timestamp delta is written with
  * `sizeOfVarLong`/`writeVarLong`, which zigzag-encode through the Long class (a dozen Long objects
  * and a `Buffer.from(array)` per record). A delta that fits 32 bits (always, in practice) now takes
  * integer arithmetic, whose zigzag value and bytes are the same; anything else takes the original.
  *
- * 3. Linear grouping by partition. `groupMessagesPerPartition` appended with
+ * 4. Linear grouping by partition. `groupMessagesPerPartition` appended with
  * `[...current, message]`, copying the partition's array for every message: quadratic, 8% of the
  * connector's Kafka thread at 5,000-record transactions. The replacement pushes, in the same order.
  *
@@ -52,11 +62,24 @@ type Grouper = (args: {
 
 export const encoderModulePath = require.resolve('kafkajs/src/protocol/encoder.js');
 export const groupModulePath = require.resolve('kafkajs/src/producer/groupMessagesPerPartition.js');
+export const abortFilterModulePath = require.resolve('kafkajs/src/consumer/filterAbortedMessages.js');
+
+export interface FetchedMessage {
+  offset: string;
+  key: Buffer | null;
+  isControlRecord?: boolean;
+  batchContext: { producerId: string; inTransaction: boolean };
+}
+type AbortFilter = (args: {
+  messages: FetchedMessage[];
+  abortedTransactions?: { firstOffset: string; producerId: string }[];
+}) => FetchedMessage[];
 
 interface Originals {
   sizeOfVarLong?: (value: unknown) => number;
   writeVarLong?: (this: EncoderInstance, value: unknown) => EncoderInstance;
   groupMessagesPerPartition?: Grouper;
+  filterAbortedMessages?: AbortFilter;
 }
 
 /**
@@ -154,6 +177,40 @@ function installLinearGrouping(): void {
   (require.cache[groupModulePath] as NodeJS.Module).exports = grouped;
 }
 
+/** The control record that ends an aborted transaction: key = version 0, type 0 (ABORT). */
+function isAbortMarker(message: FetchedMessage): boolean {
+  const key = message.key;
+  return message.isControlRecord === true && key !== null && key.length >= 4 && key.readInt32BE(0) === 0;
+}
+
+function installAbortFilterFix(): void {
+  if (originals.filterAbortedMessages) return;
+  originals.filterAbortedMessages = require(abortFilterModulePath) as AbortFilter;
+  const filter: AbortFilter = ({ messages, abortedTransactions }) => {
+    if (!abortedTransactions || abortedTransactions.length === 0) return messages;
+    const pending = abortedTransactions
+      .map((t) => ({ firstOffset: BigInt(t.firstOffset), producerId: String(t.producerId) }))
+      .sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : a.firstOffset > b.firstOffset ? 1 : 0));
+    const aborting = new Set<string>();
+    let next = 0;
+    return messages.filter((message) => {
+      const offset = BigInt(message.offset);
+      while (next < pending.length && offset >= (pending[next] as { firstOffset: bigint }).firstOffset) {
+        aborting.add((pending[next] as { producerId: string }).producerId);
+        next++;
+      }
+      const producerId = String(message.batchContext.producerId);
+      if (isAbortMarker(message)) {
+        aborting.delete(producerId);
+        return true; // a control record: kafkajs drops those right after this filter
+      }
+      return !(aborting.has(producerId) && message.batchContext.inTransaction);
+    });
+  };
+  (require.cache[abortFilterModulePath] as NodeJS.Module).exports = filter;
+}
+
+installAbortFilterFix();
 installPooledEncoder();
 installIntVarLong();
 installLinearGrouping();

@@ -1,7 +1,8 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { FencedError } from '../../src/errors.ts';
+import kafkajs from '../../src/kafka/kafkajs.ts';
 import { collect, testClients, testTopics } from '../helpers/kafka.ts';
-import { uniqueName } from '../helpers/stack.ts';
+import { stackEnv, uniqueName } from '../helpers/stack.ts';
 
 const text = (b: Buffer | null) => b?.toString() ?? null;
 
@@ -38,6 +39,50 @@ describe('transactional producer on a real broker', () => {
     const reader = await collect(kafka, topic, 'read_committed');
     const seen = await reader.until((r) => r.some((x) => text(x.value) === 'committed'));
     expect(seen.map((x) => text(x.value))).toEqual(['committed']);
+  });
+
+  it('hides interleaved aborted transactions of two producers from a reader fetching one batch at a time', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['tx-interleaved']);
+    const [a, b, c] = await Promise.all(
+      ['a', 'b', 'c'].map((n) => kafka.transactionalProducer({ transactionalId: uniqueName(`tx-${n}`) })),
+    );
+    onTestFinished(() => Promise.all([a, b, c].map((p) => p?.close())).then(() => {}));
+    const ta = await (a as NonNullable<typeof a>).begin();
+    const tb = await (b as NonNullable<typeof b>).begin();
+    // One record batch each, alternating producers: a1 b1 a2 b2, then both abort.
+    for (const [tx, value] of [
+      [ta, 'a1'],
+      [tb, 'b1'],
+      [ta, 'a2'],
+      [tb, 'b2'],
+    ] as const) {
+      await tx.send([{ topic, key: 'k', value: Buffer.from(value) }]);
+    }
+    await ta.abort();
+    await tb.abort();
+    await (c as NonNullable<typeof c>).transaction([{ topic, key: 'k', value: Buffer.from('committed') }]);
+
+    // maxBytesPerPartition: 1 makes every fetch return a single record batch, so the fetch of b1
+    // starts after both aborted transactions began: stock kafkajs delivered b1 there.
+    const client = new kafkajs.Kafka({
+      brokers: [stackEnv().KAFKA_BROKERS],
+      logLevel: kafkajs.logLevel.NOTHING,
+    });
+    const consumer = client.consumer({ groupId: uniqueName('interleaved'), maxBytesPerPartition: 1 });
+    onTestFinished(() => consumer.disconnect());
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    const seen: string[] = [];
+    await new Promise<void>((resolve) => {
+      void consumer.run({
+        eachMessage: async ({ message }) => {
+          seen.push(text(message.value) ?? '');
+          if (seen.includes('committed')) resolve();
+        },
+      });
+    });
+    expect(seen).toEqual(['committed']);
   });
 
   it('fences the first producer when a second one starts with the same transactional id', async () => {
