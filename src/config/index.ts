@@ -60,6 +60,8 @@ export interface VerifierConfig extends CommonConfig {
     groupId: string;
     defaultDeadlineMs: number;
     concurrency: number;
+    /** Least time between the starts of two reply transactions (fewer, larger transactions at low rates). */
+    commitIntervalMs: number;
     replyTopicsAllowed: RegExp;
     partitions: number;
     replicationFactor: number;
@@ -235,6 +237,7 @@ export function loadVerifierConfig(env: Env): VerifierConfig {
         groupId: e.VERIFY_GROUP_ID,
         defaultDeadlineMs: e.VERIFY_DEFAULT_DEADLINE_MS,
         concurrency: e.VERIFY_CONCURRENCY,
+        commitIntervalMs: e.VERIFY_COMMIT_INTERVAL_MS,
         replyTopicsAllowed: new RegExp(e.VERIFY_REPLY_TOPICS),
         partitions: e.VERIFY_TOPIC_PARTITIONS,
         replicationFactor: e.TOPIC_REPLICATION_FACTOR,

@@ -94,6 +94,7 @@ export const verifierEnv = {
   VERIFY_CONCURRENCY: int(1, 10_000).default(64),
   VERIFY_REPLY_TOPICS: regex.default('^vop\\.verification\\.replies\\..*'),
   VERIFY_TOPIC_PARTITIONS: int(1, 10_000).default(6),
+  VERIFY_COMMIT_INTERVAL_MS: int(0, 60_000).default(10),
 };
 
 export const commonEnv = {

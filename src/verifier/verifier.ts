@@ -1,6 +1,7 @@
 import { findError } from '../errors.ts';
 import type { KafkaClient, OutgoingRecord, TransactionalProducer } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
+import { GroupCommit } from './group-commit.ts';
 import { type HandlerDeps, handleRequest } from './handle.ts';
 import { PartitionProgress } from './progress.ts';
 
@@ -58,8 +59,6 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   // group coordinator keeps the offset appended last whatever order the markers arrive in.
   let producers: TransactionalProducer[] = [];
   let turn = 0;
-  let committing: Promise<void> | undefined;
-  let again = false;
   let stopping = false;
   let joined = false;
   const inFlight = new Set<Promise<void>>();
@@ -71,33 +70,24 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   });
   done.catch(() => {});
 
-  const flush = async (): Promise<void> => {
-    do {
-      again = false;
-      const { records, offsets } = progress.takeCommittable();
-      if (offsets.length === 0) continue;
-      const started = performance.now();
-      const producer = producers[turn++ % producers.length];
-      await producer?.transaction(records, { consumerOffsets: { groupId: config.groupId, offsets } });
-      deps.metrics.commitSeconds.observe((performance.now() - started) / 1000);
-    } while (again);
+  /** One transaction: the replies finished so far, with the offsets that cover them. */
+  const commitFinished = async (): Promise<void> => {
+    const { records, offsets } = progress.takeCommittable();
+    if (offsets.length === 0) return;
+    const started = performance.now();
+    const producer = producers[turn++ % producers.length];
+    await producer?.transaction(records, { consumerOffsets: { groupId: config.groupId, offsets } });
+    deps.metrics.commitSeconds.observe((performance.now() - started) / 1000);
   };
 
-  const scheduleCommit = () => {
-    if (committing) {
-      again = true;
-      return;
-    }
-    committing = flush()
-      .catch((err: unknown) => {
-        logger.error({ err }, 'committing replies failed; stopping');
-        fail(err);
-      })
-      .finally(() => {
-        committing = undefined;
-        if (again) scheduleCommit();
-      });
-  };
+  const commits = new GroupCommit({
+    commit: commitFinished,
+    intervalMs: config.commitIntervalMs,
+    onError: (err) => {
+      logger.error({ err }, 'committing replies failed; stopping');
+      fail(err);
+    },
+  });
 
   const consumer = deps.kafka.groupConsumer({
     groupId: config.groupId,
@@ -126,7 +116,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
               // The partition was reassigned meanwhile: its new owner answers this request.
               return;
             }
-            scheduleCommit();
+            commits.request();
           })
           .catch((err: unknown) => {
             logger.error(
@@ -167,8 +157,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     async stop() {
       stopping = true;
       await Promise.allSettled([...inFlight]);
-      scheduleCommit();
-      await committing;
+      await commits.flush();
       await consumer.close().catch(() => {});
       await Promise.allSettled(producers.map((p) => p.close()));
       finish();
