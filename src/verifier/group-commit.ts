@@ -2,10 +2,6 @@
  * Group commit with a least interval: `request()` says that something is ready to commit; commits
  * run one at a time, start at least `intervalMs` apart, and whatever became ready while one was
  * running or waiting goes into the next. An idle committer commits at once.
- *
- * The verifier commits its replies this way. Each transaction costs the verifier and the broker five
- * requests and the markers whatever it carries: at 200 requests/s, one transaction per reply kept
- * both busy enough to stretch every request's latency.
  */
 export class GroupCommit {
   readonly #commit: () => Promise<void>;
