@@ -105,21 +105,30 @@ export function createVerifier(deps: VerifierDeps): Verifier {
       progress.retain((topic, partition) => owned.has(`${topic}/${partition}`));
       joined = true;
     },
-    onCrash: (err) => fail(err),
+    onCrash(err, restarting) {
+      // kafkajs restarts the consumer after a retriable error (a coordinator still loading on a fresh
+      // broker, a broker restart): the member rejoins and requests keep their replies.
+      if (!restarting) {
+        fail(err);
+        return;
+      }
+      joined = false;
+      logger.warn({ err }, 'the request consumer crashed; kafkajs restarts it');
+    },
     eachBatch: async (batch) => {
       for (const record of batch.records) {
         if (stopping || !batch.isRunning() || batch.isStale()) return;
         await slots.acquire();
-        progress.dispatch(record.topic, record.partition, record.offset);
+        const dispatched = progress.dispatch(record.topic, record.partition, record.offset);
+        if (!dispatched) {
+          // Delivered again after a rebalance: it is in flight or answered already.
+          slots.release();
+          continue;
+        }
         const work = handleRequest(record, deps)
           .then((records) => {
-            try {
-              progress.complete(record.topic, record.partition, record.offset, records);
-            } catch {
-              // The partition was reassigned meanwhile: its new owner answers this request.
-              return;
-            }
-            commits.request();
+            // false: the partition was reassigned meanwhile, and its new owner answers this request.
+            if (progress.complete(dispatched, records)) commits.request();
           })
           .catch((err: unknown) => {
             logger.error(

@@ -1,11 +1,31 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { TimeoutError } from '../../src/errors.ts';
+import type { Producer } from '../../src/kafka/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { collect } from '../helpers/kafka.ts';
 import { header, verifierHarness } from './harness.ts';
 
 const IBAN = 'DE89370400440532013000';
 const ready = (l: Record<string, unknown>) => l.msg === 'verifier started';
+
+/** JSON requests for the sandbox holder of IBAN, keyed and identified by `ids`, due in two minutes. */
+async function sendMatchingRequests(
+  h: Awaited<ReturnType<typeof verifierHarness>>,
+  producer: Producer,
+  ids: string[],
+): Promise<void> {
+  const holder = h.sandbox.holderName(IBAN);
+  await producer.send(
+    ids.map((id) => ({
+      topic: h.config.verifier.requestsTopic,
+      key: id,
+      value: Buffer.from(
+        JSON.stringify({ requestId: id, iban: IBAN, partyName: holder, requestedAt: Date.now() }),
+      ),
+      headers: { 'content-type': 'application/json', 'vop-deadline': String(Date.now() + 120_000) },
+    })),
+  );
+}
 
 describe('verifier against the sandbox, a real broker and a real registry', () => {
   it('answers every outcome through the requester client: MTCH, CMTC, NMTC, NOAP, INVALID_REQUEST', async () => {
@@ -165,18 +185,8 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     const h = await verifierHarness({ faults: { latencyMs: 5 } });
     const producer = await h.kafka.producer();
     onTestFinished(() => producer.close());
-    const holder = h.sandbox.holderName(IBAN);
     const ids = Array.from({ length: 400 }, (_, i) => `load-${i}`);
-    await producer.send(
-      ids.map((id) => ({
-        topic: h.config.verifier.requestsTopic,
-        key: id,
-        value: Buffer.from(
-          JSON.stringify({ requestId: id, iban: IBAN, partyName: holder, requestedAt: Date.now() }),
-        ),
-        headers: { 'content-type': 'application/json', 'vop-deadline': String(Date.now() + 120_000) },
-      })),
-    );
+    await sendMatchingRequests(h, producer, ids);
     const uncommitted = await collect(h.kafka, h.config.verifier.repliesTopic, 'read_uncommitted');
     for (const [i, target] of [40, 150, 260].entries()) {
       const verifier = h.start();
@@ -189,6 +199,32 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     const replies = await committed.until((r) => new Set(r.map((x) => x.key?.toString())).size >= ids.length);
     last.child.kill('SIGTERM');
     expect(await last.exited).toBe(0);
+    const keys = replies.map((r) => r.key?.toString() ?? '');
+    expect(keys.length).toBe(ids.length);
+    expect(new Set(keys)).toEqual(new Set(ids));
+  });
+
+  it('answers each request once when a second instance joins while every request is in flight', async () => {
+    // Slow enough upstream that the rebalance comes while the first instance still waits on every call.
+    const h = await verifierHarness({ faults: { latencyMs: 6000 } });
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    const uncommitted = await collect(h.kafka, h.config.verifier.repliesTopic, 'read_uncommitted');
+    const committed = await collect(h.kafka, h.config.verifier.repliesTopic, 'read_committed');
+    const one = runCli(['verifier', '--instance-id', 'one'], { ...h.env, LOG_LEVEL: 'debug' });
+    await one.logLine(ready);
+    const ids = Array.from({ length: 30 }, (_, i) => `rebalance-${i}`);
+    await sendMatchingRequests(h, producer, ids);
+    // kafkajs then fetches the partitions the first instance keeps again from their committed offset.
+    const rejoined = one.logLine((l) => l.msg === 'Consumer has joined the group');
+    const two = h.start('two');
+    await Promise.all([rejoined, two.logLine(ready)]);
+    expect(uncommitted.records.length, 'replies before the rebalance').toBe(0);
+    const replies = await committed.until((r) => new Set(r.map((x) => x.key?.toString())).size >= ids.length);
+    for (const verifier of [one, two]) {
+      verifier.child.kill('SIGTERM');
+      expect(await verifier.exited).toBe(0);
+    }
     const keys = replies.map((r) => r.key?.toString() ?? '');
     expect(keys.length).toBe(ids.length);
     expect(new Set(keys)).toEqual(new Set(ids));
