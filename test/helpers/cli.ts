@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { onTestFinished } from 'vitest';
+import { onTestFailed, onTestFinished } from 'vitest';
 
 const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
@@ -47,6 +47,12 @@ export function runCli(args: string[], env: Record<string, string>): CliProcess 
   });
   const exited = new Promise<number | string>((resolve) => {
     child.once('exit', (code, signal) => resolve(code ?? signal ?? -1));
+  });
+  // A failed test shows what the process said: often the only clue to a failure seen once in CI.
+  onTestFailed(() => {
+    process.stderr.write(
+      `--- stderr of fraudlink ${args.join(' ')} (last 8000 chars) ---\n${err.slice(-8000)}\n`,
+    );
   });
   onTestFinished(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
