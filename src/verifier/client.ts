@@ -35,6 +35,8 @@ export interface VerificationClient {
   close(): Promise<void>;
 }
 
+const ANSWERED_KEPT = 10_000;
+
 interface Pending {
   resolve(result: VerificationResult): void;
   reject(err: Error): void;
@@ -56,7 +58,16 @@ export async function createVerificationClient(
   const kafka = createKafkaClient({ config: config.kafka, logger });
   const registry = createSchemaRegistry(config.registry);
   const pending = new Map<string, Pending>();
-  const answered = new Set<string>();
+  // Answered correlation ids tell a duplicate reply from a late one. Two generations of at most
+  // ANSWERED_KEPT each keep the memory of a long-lived client bounded.
+  let answered = new Set<string>();
+  let answeredBefore = new Set<string>();
+  const remember = (correlation: string) => {
+    answered.add(correlation);
+    if (answered.size < ANSWERED_KEPT) return;
+    answeredBefore = answered;
+    answered = new Set();
+  };
   const stats = { late: 0, duplicate: 0, pending: 0 };
   const encoder: Encoder<VerificationRequest> | undefined =
     format === 'avro'
@@ -79,7 +90,7 @@ export async function createVerificationClient(
         if (correlation === undefined) continue;
         const waiting = pending.get(correlation);
         if (!waiting) {
-          if (answered.has(correlation)) stats.duplicate++;
+          if (answered.has(correlation) || answeredBefore.has(correlation)) stats.duplicate++;
           else if (correlation.startsWith(clientTag)) stats.late++;
           continue;
         }
@@ -89,7 +100,7 @@ export async function createVerificationClient(
             ? (JSON.parse(record.value?.toString('utf8') ?? 'null') as VerificationResult)
             : ((await registry.decode(record.value)).value as unknown as VerificationResult);
           pending.delete(correlation);
-          answered.add(correlation);
+          remember(correlation);
           clearTimeout(waiting.timer);
           waiting.resolve(result);
         } catch (err) {
