@@ -25,8 +25,19 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
   const joined = Promise.withResolvers<void>();
   joined.promise.catch(() => {}); // a crash before start() awaits it is reported there, not as unhandled
   let assigned = false;
+  // With resumeOnRejoin: per partition, the offset after the last record handed to eachBatch.
+  const positions = new Map<string, { topic: string; partition: number; next: bigint }>();
+  const resumeKept = (assignment: Record<string, number[]>) => {
+    const kept = new Set(Object.entries(assignment).flatMap(([t, ps]) => ps.map((p) => `${t}\u0000${p}`)));
+    for (const [key, { topic, partition, next }] of positions) {
+      if (!kept.has(key)) positions.delete(key);
+      // kafkajs applies the seek at the member's next fetch, before resolving any other start offset.
+      else consumer.seek({ topic, partition, offset: String(next) });
+    }
+  };
   consumer.on(consumer.events.GROUP_JOIN, (event) => {
     const assignment = event.payload.memberAssignment as Record<string, number[]>;
+    if (options.resumeOnRejoin) resumeKept(assignment);
     options.onAssignment?.(Object.entries(assignment).map(([topic, partitions]) => ({ topic, partitions })));
     assigned = true;
     // A member with nothing assigned never fetches: it is ready as it is.
@@ -61,6 +72,14 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
                 isRunning,
                 isStale,
               });
+              const last = records.at(-1);
+              if (options.resumeOnRejoin && last && !isStale()) {
+                positions.set(`${batch.topic}\u0000${batch.partition}`, {
+                  topic: batch.topic,
+                  partition: batch.partition,
+                  next: BigInt(last.offset) + 1n,
+                });
+              }
             },
           });
         } catch (err) {

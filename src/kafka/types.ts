@@ -102,6 +102,14 @@ export interface GroupConsumerOptions {
   maxWaitMs?: number;
   /** Called with each batch; the next batch of that partition is fetched once it resolves. */
   eachBatch(batch: ConsumedBatch): Promise<void>;
+  /**
+   * After a rejoin (a rebalance, or kafkajs restarting the member after a crash), read each partition
+   * this member keeps on from the record after the last one handed to `eachBatch`, instead of from
+   * its committed offset or, with none committed, `fromBeginning`'s choice. For members that commit
+   * nothing and start at the latest offset (a requester awaiting replies): without it, records
+   * written while the member rejoined would be skipped.
+   */
+  resumeOnRejoin?: boolean;
   /** Assignment changes: the partitions this member now owns. */
   onAssignment?(assigned: { topic: string; partitions: number[] }[]): void;
   /**

@@ -83,6 +83,8 @@ export async function createVerificationClient(
     isolation: 'read_committed',
     fromBeginning: false,
     autoCommit: false,
+    // A rejoin (broker restart, coordinator move) must not skip the replies written meanwhile.
+    resumeOnRejoin: true,
     maxWaitMs: 100,
     eachBatch: async (batch) => {
       for (const record of batch.records) {

@@ -40,4 +40,58 @@ describe('group consumer on a real broker', () => {
     await delivered;
     expect(seen.map((r) => r.value?.toString())).toEqual(['v']);
   });
+
+  it('with resumeOnRejoin, reads on after a rebalance from where it was, not from the latest offset', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['consumer-rejoin'], 2);
+    const groupId = uniqueName('g');
+    const seen: IncomingRecord[] = [];
+    let notify = () => {};
+    const arrived = (predicate: () => boolean) =>
+      new Promise<void>((resolve) => {
+        notify = () => predicate() && resolve();
+        notify();
+      });
+    const assignments: number[][] = [];
+    const rejoined = Promise.withResolvers<number[]>();
+    const one = kafka.groupConsumer({
+      groupId,
+      topics: [topic],
+      fromBeginning: false,
+      resumeOnRejoin: true,
+      onAssignment(assigned) {
+        assignments.push(assigned.flatMap((a) => a.partitions));
+        if (assignments.length === 2) rejoined.resolve(assignments[1] ?? []);
+      },
+      eachBatch: async (batch) => {
+        seen.push(...batch.records);
+        notify();
+      },
+    });
+    onTestFinished(() => one.close());
+    await one.start();
+    const producer = await kafka.producer();
+    onTestFinished(() => producer.close());
+    const send = (value: string) =>
+      producer.send([0, 1].map((partition) => ({ topic, partition, key: null, value: Buffer.from(value) })));
+    await send('before');
+    await arrived(() => seen.length === 2);
+    // Written while the first member does not fetch and the group rebalances around it.
+    one.pause([{ topic }]);
+    await send('during');
+    const two = kafka.groupConsumer({
+      groupId,
+      topics: [topic],
+      fromBeginning: false,
+      eachBatch: async () => {},
+    });
+    onTestFinished(() => two.close());
+    const [kept] = await Promise.all([rejoined.promise, two.start()]);
+    expect(kept).toHaveLength(1);
+    one.resume([{ topic }]);
+    await send('after');
+    const mine = () => seen.filter((r) => r.partition === kept?.[0]).map((r) => r.value?.toString());
+    await arrived(() => mine().includes('after'));
+    expect(mine()).toEqual(['before', 'during', 'after']);
+  });
 });
