@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -20,7 +20,16 @@ export async function benchStack(): Promise<{
   return startStack({ ownerPid: process.pid });
 }
 
-const main = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+// The image runs the compiled CLI (dist/, through bin/fraudlink.js), not the TypeScript sources: Node's
+// type stripping would load its own compiler into every isolate. bench/index.ts builds dist/ first.
+const main = fileURLToPath(new URL('../bin/fraudlink.js', import.meta.url));
+
+/** Compiles src/ into dist/ (the package build), so that children run the current code as the image does. */
+export function buildDist(): void {
+  const tsc = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url));
+  const project = fileURLToPath(new URL('../tsconfig.build.json', import.meta.url));
+  execFileSync(process.execPath, [tsc, '-p', project], { stdio: 'inherit' });
+}
 
 /**
  * The node flags the Docker image's ENTRYPOINT runs fraudlink with (between the node binary and the

@@ -1,6 +1,7 @@
 // `npm run bench -- <name>...`: runs the named benchmarks (all when none is named), one after another,
 // each printing its figures and ratios measured side by side in one run.
 import { parseArgs } from 'node:util';
+import { buildDist } from './common.ts';
 
 const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   'api-export': () => import('./api-export.ts'),
@@ -17,6 +18,7 @@ if (unknown.length > 0) {
   );
   process.exit(2);
 }
+buildDist();
 for (const name of positionals.length > 0 ? positionals : Object.keys(benches)) {
   console.log(`\n=== ${name} ===`);
   const bench = await benches[name]?.();
