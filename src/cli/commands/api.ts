@@ -1,12 +1,7 @@
 import { once } from 'node:events';
-import cliProgress from 'cli-progress';
+import type CliProgress from 'cli-progress';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import {
-  type ApiClient,
-  type CallOptions,
-  createApiClient,
-  type SentSearchFilters,
-} from '../../api/index.ts';
+import type { ApiClient, CallOptions, SentSearchFilters } from '../../api/index.ts';
 import { loadApiConfig } from '../../config/index.ts';
 import { AbortedError, ErrorCodes, ExitCodes, FraudlinkError } from '../../errors.ts';
 import { isValidNormalizedIban, normalizeIban } from '../../iban.ts';
@@ -72,6 +67,10 @@ async function withSession(
 ): Promise<void> {
   const config = loadApiConfig(ctx.env);
   const logger = createLogger({ level: config.logLevel }).child({ component: 'api-cli' });
+  const [{ createApiClient }, { default: cliProgress }] = await Promise.all([
+    import('../../api/index.ts'),
+    import('cli-progress'),
+  ]);
   const client = createApiClient({
     baseUrl: config.api.baseUrl,
     apiKey: config.api.key,
@@ -105,7 +104,7 @@ async function withSession(
       const ok = ctx.stdout.write(`${pretty ? JSON.stringify(value, null, 2) : JSON.stringify(value)}\n`);
       if (!ok) await Promise.race([once(ctx.stdout, 'drain'), once(controller.signal, 'abort')]);
     },
-    progress: (total) => progressBar(ctx, total),
+    progress: (total) => progressBar(ctx, total, cliProgress),
   };
   try {
     await action(session);
@@ -123,7 +122,7 @@ async function withSession(
 }
 
 /** A one-line progress display on stderr, only when stderr is a terminal. */
-function progressBar(ctx: CliContext, total: number | undefined) {
+function progressBar(ctx: CliContext, total: number | undefined, cliProgress: typeof CliProgress) {
   if (ctx.stderr.isTTY !== true) return { update: () => {}, stop: () => {} };
   const format =
     total === undefined ? 'pages {value} | items {items}' : '[{bar}] pages {value}/{total} | items {items}';

@@ -1,10 +1,9 @@
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
-import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import { loadReplayConfig } from '../../config/index.ts';
 import { createLogger } from '../../logger.ts';
-import { type AlertState, replayAlerts } from '../../replay/index.ts';
+import type { AlertState } from '../../replay/index.ts';
 import type { CliContext } from '../context.ts';
 import { untilSignal } from '../options.ts';
 
@@ -39,6 +38,10 @@ export function registerReplayCommand(program: Command, ctx: CliContext): void {
       async (opts: { follow?: boolean; summary?: boolean; out?: string; skipUndecodable?: boolean }) => {
         const config = loadReplayConfig(ctx.env);
         const logger = createLogger({ level: config.logLevel });
+        const [{ replayAlerts }, { default: cliProgress }] = await Promise.all([
+          import('../../replay/index.ts'),
+          import('cli-progress'),
+        ]);
         const out = opts.out ? createWriteStream(opts.out) : ctx.stdout;
         const write = async (line: string) => {
           if (!out.write(`${line}\n`)) await once(out, 'drain');

@@ -3,7 +3,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { FraudlinkError, UsageError } from '../../errors.ts';
 import { createLogger } from '../../logger.ts';
 import { checkFaults } from '../../sandbox/faults.ts';
-import { createSandbox, type Sandbox, type SandboxFaults, type SandboxOptions } from '../../sandbox/index.ts';
+import type { Sandbox, SandboxFaults, SandboxOptions } from '../../sandbox/index.ts';
 import type { CliContext } from '../context.ts';
 import { collect, integer, untilSignal } from '../options.ts';
 
@@ -79,6 +79,7 @@ async function run(flags: Flags, ctx: CliContext): Promise<void> {
   // Listen for signals first: seeding a large backlog takes seconds, and a signal meanwhile must
   // still end in a clean exit 0, as must one sent right after the ready line.
   const signal = untilSignal();
+  const { createSandbox } = await import('../../sandbox/index.ts');
   let sandbox: Sandbox;
   try {
     sandbox = createSandbox({

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { loadVerifierConfig } from '../../config/index.ts';
 import { createLogger } from '../../logger.ts';
-import { startVerifier } from '../../verifier/index.ts';
 import type { CliContext } from '../context.ts';
 import { serveUntilSignal } from '../options.ts';
 
@@ -20,6 +19,7 @@ export function registerVerifierCommand(program: Command, ctx: CliContext): void
     .action(async (opts: { instanceId?: string }) => {
       const config = loadVerifierConfig(ctx.env);
       const logger = createLogger({ level: config.logLevel });
+      const { startVerifier } = await import('../../verifier/index.ts');
       const running = await startVerifier(config, logger, opts.instanceId);
       await serveUntilSignal(running, logger, 'stopping: draining in-flight verifications');
       logger.info('verifier stopped');
