@@ -42,6 +42,15 @@ export const imageNodeFlags: string[] = (() => {
   return (JSON.parse(line) as string[]).slice(1, -1);
 })();
 
+/** The runtime stage's `ENV` settings of the Dockerfile (KEY=VALUE): children get them as the image's processes do. */
+export const imageEnv: Record<string, string> = (() => {
+  const dockerfile = readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8');
+  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+  return Object.fromEntries(
+    [...runtime.matchAll(/^ENV\s+(\w+)=(\S+)\s*$/gm)].map((m) => [m[1] as string, m[2] as string]),
+  );
+})();
+
 /**
  * BENCH_CHILD_MEMORY_MB: the `cgroup.procs` file of a memory cgroup of that size (created once per
  * benchmark process, cgroup v1 or v2, needs root), so children run as under a container's memory
@@ -82,8 +91,9 @@ export function cli(args: string[], env: Record<string, string>): ChildProcess {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',
       LOG_LEVEL: 'warn',
+      ...imageEnv,
       ...(process.env.BENCH_CHILD_NODE_OPTIONS && { NODE_OPTIONS: process.env.BENCH_CHILD_NODE_OPTIONS }),
-      // glibc allocator settings (MALLOC_ARENA_MAX...) reach the child as they would in production.
+      // glibc allocator settings (MALLOC_ARENA_MAX...) of the benchmark's own environment override the image's.
       ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('MALLOC_'))),
       ...env,
     },

@@ -14,6 +14,7 @@ import {
   cpuMs,
   fmt,
   freePort,
+  imageEnv,
   imageNodeFlags,
   metric,
   peakRssMb,
@@ -109,7 +110,11 @@ export async function run(): Promise<void> {
   const bare = await bareRun(stack.brokers, connector.topic, rows, false);
   const bareFixed = await bareRun(stack.brokers, connector.topic, rows, true);
   console.log(
-    `rows: ${fmt(rows)}, ${TX} records per transaction; connector run as the image runs it: node ${[...imageNodeFlags, process.env.BENCH_CHILD_NODE_OPTIONS ?? ''].join(' ').trim()} bin/fraudlink.js (compiled dist/)${childMemoryLimitMb ? `, in a ${childMemoryLimitMb} MiB memory cgroup` : ''}`,
+    `rows: ${fmt(rows)}, ${TX} records per transaction; connector run as the image runs it: node ${[...imageNodeFlags, process.env.BENCH_CHILD_NODE_OPTIONS ?? ''].join(' ').trim()} bin/fraudlink.js (compiled dist/), env ${Object.entries(
+      imageEnv,
+    )
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}${childMemoryLimitMb ? `, in a ${childMemoryLimitMb} MiB memory cgroup` : ''}`,
   );
   console.log(
     `bare kafkajs transactional producer (stock kafkajs, own process), the connector's own records (key, Avro value, 3 headers): ${fmt(bare)} records/s`,

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { imageEnv } from '../../bench/common.ts';
 import { PRODUCTION_INSTALL, PRODUCTION_PKG_DELETE, RUNTIME_PATHS } from '../../src/dev/image-layout.ts';
 import { root } from './helm.ts';
 
@@ -78,6 +79,11 @@ describe('Dockerfile', () => {
     expect(entrypoint.at(-1)).toBe('/app/bin/fraudlink.js');
     expect(JSON.parse(ops(runtime, 'CMD')[0] as string)).toEqual(['--help']);
     expect(ops(runtime, 'EXPOSE')).toEqual(['9464']);
+  });
+
+  it('fixes the glibc mmap threshold in the runtime image, and the benchmarks run their children with it', () => {
+    expect(ops(runtime, 'ENV')).toContain('MALLOC_MMAP_THRESHOLD_=131072');
+    expect(imageEnv).toEqual({ MALLOC_MMAP_THRESHOLD_: '131072' });
   });
 
   it('sends only what the build copies in its context', () => {
