@@ -50,6 +50,7 @@ interface EncoderInstance {
   buf: Buffer;
   offset: number;
   ensureAvailable(length: number): void;
+  writeEncoderArray(value: EncoderInstance[]): EncoderInstance;
   writeVarLong(value: unknown): EncoderInstance;
 }
 
@@ -76,6 +77,8 @@ type AbortFilter = (args: {
 }) => FetchedMessage[];
 
 interface Originals {
+  ensureAvailable?: (this: EncoderInstance, length: number) => void;
+  writeEncoderArray?: (this: EncoderInstance, value: EncoderInstance[]) => EncoderInstance;
   sizeOfVarLong?: (value: unknown) => number;
   writeVarLong?: (this: EncoderInstance, value: unknown) => EncoderInstance;
   groupMessagesPerPartition?: Grouper;
@@ -102,6 +105,9 @@ function zigzag32(value: unknown): number | undefined {
   return ((value << 1) ^ (value >> 31)) >>> 0;
 }
 
+/** Past this size (64 KiB) an Encoder grows to fit a write rather than to the next power of two. */
+const LARGE_WRITE = 64 * 1024;
+
 function installPooledEncoder(): void {
   const cached = require.cache[encoderModulePath];
   if (cached && (cached.exports as { pooled?: boolean }).pooled) return;
@@ -117,12 +123,38 @@ function installPooledEncoder(): void {
   PooledEncoder.prototype = Encoder.prototype;
   Object.setPrototypeOf(PooledEncoder, Encoder); // the static helpers (sizeOfVarInt...)
   Object.defineProperty(PooledEncoder, 'pooled', { value: true });
+  originals.ensureAvailable = Encoder.prototype.ensureAvailable;
+  originals.writeEncoderArray = Encoder.prototype.writeEncoderArray;
   Encoder.prototype.ensureAvailable = function ensureAvailable(this: EncoderInstance, length: number) {
-    if (this.offset + length > this.buf.length) {
-      const grown = Buffer.allocUnsafe(Encoder.nextPowerOfTwo(this.offset + length));
+    const needed = this.offset + length;
+    if (needed > this.buf.length) {
+      // Doubling amortises many small writes. A large one (a record batch copied into the next
+      // layer of the request) takes what it needs, or half again for later appends: the next power
+      // of two wasted up to half of every large buffer.
+      const size =
+        needed <= LARGE_WRITE ? Encoder.nextPowerOfTwo(needed) : Math.max(needed, this.buf.length * 1.5);
+      const grown = Buffer.allocUnsafe(size);
       this.buf.copy(grown, 0, 0, this.offset);
       this.buf = grown;
     }
+  };
+  // The records of a batch, sized once: appended one by one they grew the batch's buffer by doubling
+  // from 512 bytes, a chain of copies as large as the batch itself.
+  Encoder.prototype.writeEncoderArray = function writeEncoderArray(
+    this: EncoderInstance,
+    value: EncoderInstance[],
+  ) {
+    if (!Array.isArray(value) || value.some((v) => v == null || !Buffer.isBuffer(v.buf))) {
+      throw new Error('all values should be an instance of Encoder[]');
+    }
+    let total = 0;
+    for (const v of value) total += v.offset;
+    this.ensureAvailable(total);
+    for (const v of value) {
+      v.buf.copy(this.buf, this.offset, 0, v.offset);
+      this.offset += v.offset;
+    }
+    return this;
   };
   (require.cache[encoderModulePath] as NodeJS.Module).exports = PooledEncoder;
 }

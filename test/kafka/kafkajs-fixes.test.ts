@@ -56,6 +56,29 @@ describe('kafkajs with the pooled Encoder', () => {
     dirtyPool(0xab);
     expect((await batch()).equals(clean)).toBe(true);
   });
+
+  it('builds a multi-megabyte batch byte for byte as kafkajs does, with the batch sized once', async () => {
+    const Encoder = require(encoderModulePath) as {
+      prototype: { ensureAvailable: unknown; writeEncoderArray: unknown };
+    };
+    const records = Array.from({ length: 3000 }, (_, i) => ({ ...record, key: `${record.key}-${i}` }));
+    const batch = async () =>
+      (await RecordBatch({ firstTimestamp: 1, maxTimestamp: 1, records: records.map((r) => Record(r)) }))
+        .buffer;
+    const ours = await batch();
+    const { ensureAvailable, writeEncoderArray } = Encoder.prototype;
+    Object.assign(Encoder.prototype, {
+      ensureAvailable: originals.ensureAvailable,
+      writeEncoderArray: originals.writeEncoderArray,
+    });
+    try {
+      const theirs = await batch();
+      expect(ours.length).toBeGreaterThan(2 * 1024 * 1024);
+      expect(ours.equals(theirs)).toBe(true);
+    } finally {
+      Object.assign(Encoder.prototype, { ensureAvailable, writeEncoderArray });
+    }
+  });
 });
 
 describe('kafkajs varlongs without Long objects', () => {
