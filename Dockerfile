@@ -62,8 +62,9 @@ EXPOSE 9464
 ENV MALLOC_MMAP_THRESHOLD_=131072
 # Node runs as PID 1 with no init: fraudlink installs its own SIGTERM/SIGINT handlers (the kernel
 # gives PID 1 no default ones) and starts no child processes, so there is nothing to reap.
-# --max-semi-space-size=8: V8 otherwise sizes the young generation from the host's memory (134 MB on
+# --max-semi-space-size=4: V8 otherwise sizes the young generation from the host's memory (134 MB on
 # a 23 GB node, whatever the pod's limit); 8 MB semi-spaces cut the connector's peak RSS by ~180 MB
-# at 1,000,000 rows with no throughput lost (README, Benchmarks). A worker thread sets its own.
-ENTRYPOINT ["/nodejs/bin/node", "--enable-source-maps", "--max-semi-space-size=8", "/app/bin/fraudlink.js"]
+# at 1,000,000 rows, 4 MB another ~20 MB (309-317 -> 290-307 MB), with no throughput lost; 2 MB
+# promoted so much that RSS grew again (README, Benchmarks). A worker thread sets its own.
+ENTRYPOINT ["/nodejs/bin/node", "--enable-source-maps", "--max-semi-space-size=4", "/app/bin/fraudlink.js"]
 CMD ["--help"]
