@@ -132,7 +132,9 @@ function installPooledEncoder(): void {
       // layer of the request) takes what it needs, or half again for later appends: the next power
       // of two wasted up to half of every large buffer.
       const size =
-        needed <= LARGE_WRITE ? Encoder.nextPowerOfTwo(needed) : Math.max(needed, this.buf.length * 1.5);
+        needed <= LARGE_WRITE
+          ? Encoder.nextPowerOfTwo(needed)
+          : Math.max(needed, Math.floor(this.buf.length * 1.5));
       const grown = Buffer.allocUnsafe(size);
       this.buf.copy(grown, 0, 0, this.offset);
       this.buf = grown;
