@@ -2,8 +2,8 @@ import { createRequire } from 'node:module';
 import type * as Kafkajs from 'kafkajs';
 
 /**
- * kafkajs, loaded once through here so four fixes are in place before any of its modules load
- * (kafkajs has had no release since 2023): one to what read_committed consumers see, three to the
+ * kafkajs, loaded once through here so seven fixes are in place before any of its modules load
+ * (kafkajs has had no release since 2023): one to what read_committed consumers see, six to the
  * producer's per-record hot path. The producer fixes leave the bytes on the wire unchanged
  * (test/kafka/kafkajs-fixes.test.ts compares them with the original code's).
  *
@@ -33,6 +33,26 @@ import type * as Kafkajs from 'kafkajs';
  * `[...current, message]`, copying the partition's array for every message: quadratic, 8% of the
  * connector's Kafka thread at 5,000-record transactions. The replacement pushes, in the same order.
  *
+ * 5. Varints written in place. `writeUVarInt` (and `writeVarInt` through it) pushed each byte to a
+ * fresh array and appended `Buffer.from(array)`: two objects per varint, six varints per record.
+ * The replacement writes the same bytes straight into the Encoder's buffer.
+ *
+ * 6. Partitioning without Long objects. The default partitioner hashes each key with murmur2 through
+ * kafkajs's BigInt-backed Long class (a dozen objects per 4 key bytes) and filters the partition
+ * list for every message. The replacement hashes with 32-bit integer arithmetic (`Math.imul`): the
+ * low 32 bits, all the Long version keeps, are the same, and so is every partition (Java's murmur2).
+ * It filters the partition list only for a message without key or partition, the only one that
+ * needs it.
+ *
+ * 7. Record headers written in place. Each record built an object, an array and an Encoder of its
+ * own per header, copied into the record afterwards. The replacement sizes the record once and
+ * writes headers, key and value into it with the same Encoder methods; a record it does not expect
+ * (a header value that is neither string nor Buffer...) goes to the original.
+ *
+ * Measured on the connector (HeapProfiler sampling over 14 s at 1,000,000 rows): 5, 6 and 7 were
+ * 4.3 GB of the main thread's 5.4 GB of allocations, ~300 MB/s, which V8 answered with a scavenge
+ * every few milliseconds and ~40 MB/s promoted to the old generation.
+ *
  * The swaps replace a module's export in the CommonJS cache, so the modules that `require` it
  * afterwards (all of kafkajs, loaded by the `require('kafkajs')` below) get it; the class itself is
  * unchanged, so `instanceof` and the static helpers keep working.
@@ -45,6 +65,8 @@ interface EncoderClass {
   prototype: EncoderInstance;
   nextPowerOfTwo(value: number): number;
   sizeOfVarLong(value: unknown): number;
+  sizeOfVarInt(value: unknown): number;
+  sizeOfVarIntBytes(value: unknown): number;
 }
 interface EncoderInstance {
   buf: Buffer;
@@ -52,6 +74,11 @@ interface EncoderInstance {
   ensureAvailable(length: number): void;
   writeEncoderArray(value: EncoderInstance[]): EncoderInstance;
   writeVarLong(value: unknown): EncoderInstance;
+  writeUVarInt(value: unknown): EncoderInstance;
+  writeVarInt(value: unknown): EncoderInstance;
+  writeInt8(value: number): EncoderInstance;
+  writeVarIntString(value: string): EncoderInstance;
+  writeVarIntBytes(value: unknown): EncoderInstance;
 }
 
 type Grouper = (args: {
@@ -64,6 +91,34 @@ type Grouper = (args: {
 export const encoderModulePath = require.resolve('kafkajs/src/protocol/encoder.js');
 export const groupModulePath = require.resolve('kafkajs/src/producer/groupMessagesPerPartition.js');
 export const abortFilterModulePath = require.resolve('kafkajs/src/consumer/filterAbortedMessages.js');
+export const murmur2ModulePath = require.resolve('kafkajs/src/producer/partitioners/default/murmur2.js');
+export const partitionerModulePath = require.resolve(
+  'kafkajs/src/producer/partitioners/legacy/partitioner.js',
+);
+export const recordModulePath = require.resolve('kafkajs/src/protocol/recordBatch/record/v0/index.js');
+
+/** kafkajs's record encoder (protocol/recordBatch/record/v0): a record as an Encoder. */
+export interface RecordArgs {
+  offsetDelta?: number;
+  timestampDelta?: unknown;
+  key?: unknown;
+  value?: unknown;
+  headers?: unknown;
+}
+type RecordEncoder = (record: RecordArgs) => EncoderInstance;
+
+export interface PartitionMetadata {
+  partitionId: number;
+  leader: number;
+}
+/** kafkajs's partitioner factory (producer/partitioners/legacy/partitioner.js), given a hash. */
+type PartitionerFactory = (
+  hash: (key: unknown) => number,
+) => () => (args: {
+  topic: string;
+  partitionMetadata: PartitionMetadata[];
+  message: { key?: unknown; partition?: number | null };
+}) => number;
 
 export interface FetchedMessage {
   offset: string;
@@ -81,8 +136,12 @@ interface Originals {
   writeEncoderArray?: (this: EncoderInstance, value: EncoderInstance[]) => EncoderInstance;
   sizeOfVarLong?: (value: unknown) => number;
   writeVarLong?: (this: EncoderInstance, value: unknown) => EncoderInstance;
+  writeUVarInt?: (this: EncoderInstance, value: unknown) => EncoderInstance;
   groupMessagesPerPartition?: Grouper;
   filterAbortedMessages?: AbortFilter;
+  murmur2?: (key: unknown) => number;
+  createPartitioner?: PartitionerFactory;
+  record?: RecordEncoder;
 }
 
 /**
@@ -211,6 +270,157 @@ function installLinearGrouping(): void {
   (require.cache[groupModulePath] as NodeJS.Module).exports = grouped;
 }
 
+function installInPlaceVarInt(): void {
+  const Encoder = require(encoderModulePath) as EncoderClass;
+  if (originals.writeUVarInt) return;
+  originals.writeUVarInt = Encoder.prototype.writeUVarInt;
+  // The original's loop, byte for byte (its coercions included), into the buffer instead of an array.
+  // Five bytes at most: after the first step the value is an unsigned 25-bit integer.
+  Encoder.prototype.writeUVarInt = function writeUVarInt(this: EncoderInstance, value: unknown) {
+    let v = value as number;
+    this.ensureAvailable(5);
+    const buf = this.buf;
+    let offset = this.offset;
+    while ((v & 0xffffff80) !== 0) {
+      buf[offset++] = (v & 0x7f) | 0x80;
+      v >>>= 7;
+    }
+    buf[offset++] = v & 0x7f;
+    this.offset = offset;
+    return this;
+  };
+}
+
+const MURMUR2_SEED = 0x9747b28c;
+const MURMUR2_M = 0x5bd1e995;
+
+/** Kafka's murmur2 (Java's `Utils.murmur2`), on 32-bit integers. Keys as kafkajs takes them. */
+export function murmur2(key: unknown): number {
+  const data = Buffer.isBuffer(key) ? key : Buffer.from(String(key));
+  const length = data.length;
+  let h = (MURMUR2_SEED ^ length) | 0;
+  const length4 = length >>> 2;
+  for (let i = 0; i < length4; i++) {
+    const i4 = i * 4;
+    let k =
+      (data[i4] as number) |
+      ((data[i4 + 1] as number) << 8) |
+      ((data[i4 + 2] as number) << 16) |
+      ((data[i4 + 3] as number) << 24);
+    k = Math.imul(k, MURMUR2_M);
+    k ^= k >>> 24;
+    k = Math.imul(k, MURMUR2_M);
+    h = Math.imul(h, MURMUR2_M) ^ k;
+  }
+  // The last one to three bytes (Java falls through its switch on length % 4).
+  const tail = length & ~3;
+  const rest = length & 3;
+  if (rest > 0) {
+    if (rest === 3) h ^= (data[tail + 2] as number) << 16;
+    if (rest >= 2) h ^= (data[tail + 1] as number) << 8;
+    h ^= data[tail] as number;
+    h = Math.imul(h, MURMUR2_M);
+  }
+  h ^= h >>> 13;
+  h = Math.imul(h, MURMUR2_M);
+  h ^= h >>> 15;
+  return h | 0;
+}
+
+const toPositive = (x: number) => x & 0x7fffffff;
+
+function installPartitioning(): void {
+  if (originals.createPartitioner) return;
+  originals.murmur2 = require(murmur2ModulePath) as (key: unknown) => number;
+  originals.createPartitioner = require(partitionerModulePath) as PartitionerFactory;
+  const randomBytes = require(require.resolve('kafkajs/src/producer/partitioners/legacy/randomBytes.js')) as (
+    size: number,
+  ) => Buffer;
+  // kafkajs's partitioner (legacy/partitioner.js) with the same rules, the same random start per
+  // topic and the same round robin; the list of available partitions is built only when used.
+  const createPartitioner: PartitionerFactory = (hash) => () => {
+    const counters: Record<string, number> = {};
+    return ({ topic, partitionMetadata, message }) => {
+      if (!(topic in counters)) counters[topic] = randomBytes(32).readUInt32BE(0);
+      const numPartitions = partitionMetadata.length;
+      if (message.partition !== null && message.partition !== undefined) return message.partition;
+      if (message.key !== null && message.key !== undefined)
+        return toPositive(hash(message.key)) % numPartitions;
+      const available = partitionMetadata.filter((p) => p.leader >= 0);
+      counters[topic] = (counters[topic] as number) + 1;
+      if (available.length > 0) {
+        return (available[toPositive(counters[topic] as number) % available.length] as PartitionMetadata)
+          .partitionId;
+      }
+      return toPositive(counters[topic] as number) % numPartitions;
+    };
+  };
+  (require.cache[murmur2ModulePath] as NodeJS.Module).exports = murmur2;
+  (require.cache[partitionerModulePath] as NodeJS.Module).exports = createPartitioner;
+}
+
+const isText = (v: unknown): v is string | Buffer => typeof v === 'string' || Buffer.isBuffer(v);
+
+function installInPlaceHeaders(): void {
+  if (originals.record) return;
+  const Encoder = require(encoderModulePath) as EncoderClass;
+  const original = require(recordModulePath) as RecordEncoder;
+  originals.record = original;
+  const record: RecordEncoder = (args) => {
+    const { offsetDelta = 0, timestampDelta = 0, key, value, headers = {} } = args;
+    // What the original would throw on, or encode oddly, stays the original's.
+    if (
+      !(key == null || isText(key)) ||
+      !(value == null || isText(value)) ||
+      typeof headers !== 'object' ||
+      headers === null ||
+      Array.isArray(headers)
+    ) {
+      return original(args);
+    }
+    const fields = headers as Record<string, unknown>;
+    const names = Object.keys(fields);
+    let count = 0;
+    let headersSize = 0;
+    const add = (name: string, v: unknown): boolean => {
+      if (!isText(v)) return false;
+      const nameBytes = Buffer.byteLength(name);
+      const valueBytes = Buffer.byteLength(v);
+      headersSize +=
+        Encoder.sizeOfVarInt(nameBytes) + nameBytes + Encoder.sizeOfVarInt(valueBytes) + valueBytes;
+      count++;
+      return true;
+    };
+    for (const name of names) {
+      const v = fields[name];
+      if (Array.isArray(v) ? !v.every((each) => add(name, each)) : !add(name, v)) return original(args);
+    }
+    const sizeOfBody =
+      1 + // attributes
+      Encoder.sizeOfVarLong(timestampDelta) +
+      Encoder.sizeOfVarInt(offsetDelta) +
+      Encoder.sizeOfVarIntBytes(key) +
+      Encoder.sizeOfVarIntBytes(value) +
+      Encoder.sizeOfVarInt(count) +
+      headersSize;
+    const encoder = new Encoder(Encoder.sizeOfVarInt(sizeOfBody) + sizeOfBody)
+      .writeVarInt(sizeOfBody)
+      .writeInt8(0)
+      .writeVarLong(timestampDelta)
+      .writeVarInt(offsetDelta)
+      .writeVarIntBytes(key)
+      .writeVarIntBytes(value)
+      .writeVarInt(count);
+    for (const name of names) {
+      const v = fields[name];
+      if (Array.isArray(v)) for (const each of v) encoder.writeVarIntString(name).writeVarIntBytes(each);
+      else encoder.writeVarIntString(name).writeVarIntBytes(v);
+    }
+    return encoder;
+  };
+  (require.cache[recordModulePath] as NodeJS.Module).exports = record;
+}
+
 /** The control record that ends an aborted transaction: key = version 0, type 0 (ABORT). */
 function isAbortMarker(message: FetchedMessage): boolean {
   const key = message.key;
@@ -247,7 +457,10 @@ function installAbortFilterFix(): void {
 installAbortFilterFix();
 installPooledEncoder();
 installIntVarLong();
+installInPlaceVarInt();
 installLinearGrouping();
+installPartitioning();
+installInPlaceHeaders();
 
 const kafkajs = require('kafkajs') as typeof Kafkajs;
 export default kafkajs;

@@ -1,6 +1,16 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import { encoderModulePath, groupModulePath, originals } from '../../src/kafka/kafkajs.ts';
+import {
+  encoderModulePath,
+  groupModulePath,
+  murmur2,
+  murmur2ModulePath,
+  originals,
+  type PartitionMetadata,
+  partitionerModulePath,
+  type RecordArgs,
+  recordModulePath,
+} from '../../src/kafka/kafkajs.ts';
 
 const require = createRequire(import.meta.url);
 type Encoded = { buffer: Buffer };
@@ -157,5 +167,156 @@ describe('kafkajs grouping by partition', () => {
 
   it('returns no partitions without partition metadata, as the original', () => {
     expect(grouper({ ...args([{ p: 0, i: 0 }]), partitionMetadata: [] })).toEqual({});
+  });
+});
+
+describe('kafkajs varints written in place', () => {
+  type Enc = { writeUVarInt(v: unknown): Enc; writeVarInt(v: unknown): Enc; buffer: Buffer };
+  const Encoder = require(encoderModulePath) as new () => Enc;
+  const reference = (value: unknown): Buffer =>
+    (originals.writeUVarInt as unknown as (this: Enc, v: unknown) => Enc).call(new Encoder(), value).buffer;
+
+  it('writes the bytes of the array-based original, coercions included', () => {
+    const values: unknown[] = [
+      0,
+      1,
+      127,
+      128,
+      16_383,
+      16_384,
+      2 ** 28,
+      2 ** 31 - 1,
+      -1,
+      -(2 ** 31),
+      2 ** 32 + 5,
+      2 ** 40,
+      3.7,
+      -0.5,
+      '300',
+      null,
+      ...Array.from({ length: 300 }, () => Math.floor((Math.random() - 0.5) * 2 ** 33)),
+    ];
+    for (const value of values) {
+      expect(new Encoder().writeUVarInt(value).buffer.equals(reference(value)), `value ${value}`).toBe(true);
+    }
+  });
+
+  it('appends after what the Encoder holds, growing it as needed', () => {
+    const encoder = new Encoder();
+    const expected: Buffer[] = [];
+    for (let i = 0; i < 400; i++) {
+      const value = i * 997 - 200_000;
+      encoder.writeVarInt(value);
+      expected.push(reference(((value << 1) ^ (value >> 31)) | 0));
+    }
+    expect(encoder.buffer.equals(Buffer.concat(expected))).toBe(true);
+  });
+});
+
+describe('kafkajs partitioning without Long objects', () => {
+  const randomKey = (): string | Buffer => {
+    const length = Math.floor(Math.random() * 40);
+    return Math.random() < 0.5
+      ? Buffer.from(Array.from({ length }, () => Math.floor(Math.random() * 256)))
+      : Array.from({ length }, () => String.fromCodePoint(32 + Math.floor(Math.random() * 0x2000))).join('');
+  };
+
+  it('is the hash kafkajs partitions with', () => {
+    expect(require(murmur2ModulePath)).toBe(murmur2);
+  });
+
+  it("hashes as Java's murmur2 and kafkajs's Long-based original do", () => {
+    // Kafka's own test vectors (clients UtilsTest.testMurmur2).
+    const java: [string, number][] = [
+      ['21', -973932308],
+      ['foobar', -790332482],
+      ['a-little-bit-long-string', -985981536],
+      ['a-little-bit-longer-string', -1486304829],
+      ['lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8', -58897971],
+      ['abc', 479470107],
+    ];
+    const original = originals.murmur2 as (key: unknown) => number;
+    for (const [key, hash] of java) {
+      expect(murmur2(key), key).toBe(hash);
+      expect(original(key), key).toBe(hash);
+    }
+    for (let i = 0; i < 2000; i++) {
+      const key = randomKey();
+      expect(murmur2(key)).toBe(original(key));
+    }
+    expect(murmur2(12345)).toBe(original(12345));
+  });
+
+  const partitionMetadata: PartitionMetadata[] = [0, 1, 2, 3, 4, 5].map((partitionId) => ({
+    partitionId,
+    leader: partitionId === 2 ? -1 : 1,
+  }));
+  type Partition = (args: {
+    topic: string;
+    partitionMetadata: PartitionMetadata[];
+    message: { key?: unknown; partition?: number | null };
+  }) => number;
+  type Factory = (hash: (key: unknown) => number) => () => Partition;
+  const ours = (require(partitionerModulePath) as Factory)(murmur2)();
+  const theirs = (originals.createPartitioner as unknown as Factory)(
+    originals.murmur2 as (k: unknown) => number,
+  )();
+
+  it('puts each keyed message where the original does, and keeps an explicit partition', () => {
+    expect(require(partitionerModulePath)).not.toBe(originals.createPartitioner);
+    for (let i = 0; i < 500; i++) {
+      const message = { key: randomKey() };
+      expect(ours({ topic: 't', partitionMetadata, message })).toBe(
+        theirs({ topic: 't', partitionMetadata, message }),
+      );
+    }
+    expect(ours({ topic: 't', partitionMetadata, message: { key: 'k', partition: 4 } })).toBe(4);
+  });
+
+  it('sends keyless messages round robin over the partitions that have a leader', () => {
+    const seen = Array.from({ length: 10 }, () => ours({ topic: 'keyless', partitionMetadata, message: {} }));
+    const available = [0, 1, 3, 4, 5];
+    const start = available.indexOf(seen[0] as number);
+    expect(start).toBeGreaterThanOrEqual(0);
+    expect(seen).toEqual(seen.map((_, i) => available[(start + i) % available.length]));
+    const leaderless = partitionMetadata.map((p) => ({ ...p, leader: -1 }));
+    const next = [0, 1, 2].map(() => ours({ topic: 'keyless', partitionMetadata: leaderless, message: {} }));
+    expect(next.map((p) => (p - (next[0] as number) + 6) % 6)).toEqual([0, 1, 2]);
+  });
+});
+
+describe('kafkajs record headers written in place', () => {
+  const Record = require(recordModulePath) as (r: RecordArgs) => Encoded;
+  const original = originals.record as unknown as (r: RecordArgs) => Encoded;
+
+  it('is the record encoder kafkajs uses', () => {
+    expect(Record).not.toBe(original);
+  });
+
+  it('encodes every record as the original does', () => {
+    const records: RecordArgs[] = [
+      record,
+      { ...record, offsetDelta: 4999, timestampDelta: 1234 },
+      { key: null, value: null },
+      { key: undefined, value: Buffer.alloc(0), headers: {} },
+      { key: Buffer.from([0, 1, 2]), value: 'plain text value', headers: { 'é-key': 'välue ☃', empty: '' } },
+      { key: 'k', value: 'v', headers: { multi: ['one', Buffer.from('two'), 'three'], none: [] } },
+      { key: 'k', value: 'v'.repeat(70_000), headers: { big: 'h'.repeat(300) } },
+      { key: 'k', value: 'v', timestampDelta: 2 ** 40 }, // a varlong beyond 32 bits
+    ];
+    for (const r of records) {
+      expect(Record(r).buffer.equals(original(r).buffer), JSON.stringify(r).slice(0, 80)).toBe(true);
+    }
+  });
+
+  it('leaves to the original what the original rejects', () => {
+    for (const r of [
+      { key: 'k', value: 'v', headers: { bad: null } },
+      { key: 'k', value: 'v', headers: { bad: 42 } },
+      { key: 42, value: 'v' },
+    ] as RecordArgs[]) {
+      expect(() => original(r)).toThrow();
+      expect(() => Record(r)).toThrow();
+    }
   });
 });
