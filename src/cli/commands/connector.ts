@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { loadConnectorConfig } from '../../config/index.ts';
 import { CursorTracker } from '../../connector/cursor.ts';
+import { boundHeapGrowth } from '../../connector/heap.ts';
 import { readCursorRecord, startConnector, transactionalIdOf } from '../../connector/index.ts';
 import { cursorRecordOf } from '../../connector/kafka-session.ts';
 import { UsageError } from '../../errors.ts';
@@ -26,6 +27,9 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
     .action(async () => {
       const config = loadConnectorConfig(ctx.env);
       const logger = createLogger({ level: config.logLevel });
+      // Process-wide, for the main thread and the page worker alike.
+      const heapGrowingPercent = boundHeapGrowth();
+      logger.debug({ heapGrowingPercent: heapGrowingPercent ?? 'from the command line' }, 'V8 heap growth');
       const running = await startConnector(config, logger);
       await serveUntilSignal(running, logger, 'stopping: finishing the open transaction');
       logger.info('connector stopped');
