@@ -6,12 +6,14 @@ import { setFlagsFromString } from 'node:v8';
  * V8 grows an old generation to up to 4x its live data between full collections when the heap
  * limit is large (it is, on a machine or container with a few GB), 2x in practice here. The
  * connector's live data is bounded by design (the open transaction, three read-ahead pages,
- * ~25 MB per thread), so that headroom is garbage kept resident, on two threads. 30% keeps it near
- * the live data. Measured at 1,000,000 rows (`npm run bench -- connector`, no memory limit): peak
- * RSS 299-312 MB -> 180 MB, throughput still 1.36x the bare kafkajs producer, CPU per row 19 -> 25 µs.
- * 15% saved nothing more and cost throughput; 50% kept 200 MB.
+ * ~20 MB per thread), so that headroom is garbage kept resident, on two threads. Measured at
+ * 1,000,000 rows (`BENCH_ROWS=1000000 npm run bench -- connector`), peak RSS without a memory limit:
+ * V8's own growth 299-312 MB; 30% 181-195 MB; 15% 186 and 196 MB, and 183-184 MB in a 512 MiB cgroup
+ * (193-197 MB at 30%), at the same CPU per row (22.5-25 µs) and rate (1.13-1.19x the bare
+ * producer). That costs little only because kafkajs's producer no longer promotes ~40 MB/s of
+ * per-record garbage (kafka/kafkajs.ts): before those fixes, 20% cost 40-50% more CPU per row.
  */
-export const CONNECTOR_HEAP_GROWING_PERCENT = 30;
+export const CONNECTOR_HEAP_GROWING_PERCENT = 15;
 
 /**
  * Sets V8's heap growing factor for this process (the main thread and the page worker), unless node
