@@ -365,6 +365,13 @@ function installInPlaceHeaders(): void {
   const Encoder = require(encoderModulePath) as EncoderClass;
   const original = require(recordModulePath) as RecordEncoder;
   originals.record = original;
+  /** A header's encoded size, as the original's sizeOfHeaders counts it; -1 for a value it cannot take. */
+  const headerSize = (name: string, value: unknown): number => {
+    if (!isText(value)) return -1;
+    const nameBytes = Buffer.byteLength(name);
+    const valueBytes = Buffer.byteLength(value);
+    return Encoder.sizeOfVarInt(nameBytes) + nameBytes + Encoder.sizeOfVarInt(valueBytes) + valueBytes;
+  };
   const record: RecordEncoder = (args) => {
     const { offsetDelta = 0, timestampDelta = 0, key, value, headers = {} } = args;
     // What the original would throw on, or encode oddly, stays the original's.
@@ -381,18 +388,14 @@ function installInPlaceHeaders(): void {
     const names = Object.keys(fields);
     let count = 0;
     let headersSize = 0;
-    const add = (name: string, v: unknown): boolean => {
-      if (!isText(v)) return false;
-      const nameBytes = Buffer.byteLength(name);
-      const valueBytes = Buffer.byteLength(v);
-      headersSize +=
-        Encoder.sizeOfVarInt(nameBytes) + nameBytes + Encoder.sizeOfVarInt(valueBytes) + valueBytes;
-      count++;
-      return true;
-    };
     for (const name of names) {
       const v = fields[name];
-      if (Array.isArray(v) ? !v.every((each) => add(name, each)) : !add(name, v)) return original(args);
+      for (let i = 0, n = Array.isArray(v) ? v.length : 1; i < n; i++) {
+        const size = headerSize(name, Array.isArray(v) ? v[i] : v);
+        if (size < 0) return original(args);
+        headersSize += size;
+        count++;
+      }
     }
     const sizeOfBody =
       1 + // attributes
