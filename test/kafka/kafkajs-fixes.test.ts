@@ -9,7 +9,9 @@ import {
   type PartitionMetadata,
   partitionerModulePath,
   type RecordArgs,
+  type RequestFramer,
   recordModulePath,
+  requestModulePath,
 } from '../../src/kafka/kafkajs.ts';
 
 const require = createRequire(import.meta.url);
@@ -318,5 +320,72 @@ describe('kafkajs record headers written in place', () => {
       expect(() => original(r)).toThrow();
       expect(() => Record(r)).toThrow();
     }
+  });
+});
+
+describe('kafkajs large requests copied once less', () => {
+  type Enc = {
+    writeArray(a: unknown[], type?: string, length?: number): Enc;
+    writeInt32(v: number): Enc;
+    writeBytes(v: Buffer): Enc;
+    buffer: Buffer;
+  };
+  const Encoder = require(encoderModulePath) as new () => Enc;
+  const originalWriteArray = originals.writeArray as unknown as (
+    this: Enc,
+    a: unknown[],
+    type?: string,
+    length?: number,
+  ) => Enc;
+  const encoders = (sizes: number[]) =>
+    sizes.map((size, i) => new Encoder().writeBytes(Buffer.alloc(size, 97 + i)));
+
+  it('writes an array as the original does, Encoders or not', () => {
+    const arrays: unknown[][] = [
+      [],
+      encoders([10, 200_000, 3, 90_000]),
+      [1, 'two', ...encoders([70_000])],
+      [5, 6, 7],
+    ];
+    for (const array of arrays) {
+      const ours = new Encoder().writeInt32(42).writeArray(array).buffer;
+      const theirs = originalWriteArray.call(new Encoder().writeInt32(42), array).buffer;
+      expect(ours.equals(theirs)).toBe(true);
+    }
+    expect(new Encoder().writeArray(encoders([5]), undefined, 3).buffer.readInt32BE(0)).toBe(3);
+    expect(() => new Encoder().writeArray([null])).toThrow();
+  });
+
+  it('frames a multi-megabyte produce request byte for byte as the original', async () => {
+    const produce = require('kafkajs/src/protocol/requests/produce/v3/request.js') as (args: object) => {
+      apiKey: number;
+      apiVersion: number;
+      encode(): Promise<Enc>;
+    };
+    // With their own timestamps, record batches do not take the time they are built.
+    const messages = Array.from({ length: 3000 }, (_, i) => ({
+      ...record,
+      key: `${record.key}-${i}`,
+      timestamp: String(1_700_000_000_000 + i),
+    }));
+    const request = () =>
+      produce({
+        transactionalId: 'tx',
+        acks: -1,
+        timeout: 30_000,
+        topicData: [0, 1, 2].map((t) => ({
+          topic: `topic-${t}`,
+          partitions: [0, 1, 2].map((partition) => ({ partition, firstSequence: 0, messages })),
+        })),
+      });
+    const frame = require(requestModulePath) as RequestFramer;
+    expect(frame).not.toBe(originals.frameRequest);
+    const args = { correlationId: 7, clientId: 'fraudlink' };
+    const ours = (await frame({ ...args, request: request() as never })).buffer;
+    const theirs = (await (originals.frameRequest as RequestFramer)({ ...args, request: request() as never }))
+      .buffer;
+    expect(ours.length).toBeGreaterThan(4 * 1024 * 1024);
+    expect(ours.readInt32BE(0)).toBe(ours.length - 4);
+    expect(ours.equals(theirs)).toBe(true);
   });
 });
