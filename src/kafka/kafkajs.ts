@@ -192,6 +192,16 @@ function zigzag32(value: unknown): number | undefined {
 /** Past this size (64 KiB) an Encoder grows to fit a write rather than to the next power of two. */
 const LARGE_WRITE = 64 * 1024;
 
+const isEncoder = (v: unknown): v is EncoderInstance =>
+  typeof v === 'object' && v !== null && Buffer.isBuffer((v as EncoderInstance).buf);
+
+/** The bytes a list of Encoders holds. */
+function encodedLength(encoders: readonly EncoderInstance[]): number {
+  let total = 0;
+  for (const e of encoders) total += e.offset;
+  return total;
+}
+
 function installPooledEncoder(): void {
   const cached = require.cache[encoderModulePath];
   if (cached && (cached.exports as { pooled?: boolean }).pooled) return;
@@ -230,12 +240,10 @@ function installPooledEncoder(): void {
     this: EncoderInstance,
     value: EncoderInstance[],
   ) {
-    if (!Array.isArray(value) || value.some((v) => v == null || !Buffer.isBuffer(v.buf))) {
+    if (!Array.isArray(value) || !value.every(isEncoder)) {
       throw new Error('all values should be an instance of Encoder[]');
     }
-    let total = 0;
-    for (const v of value) total += v.offset;
-    this.ensureAvailable(total);
+    this.ensureAvailable(encodedLength(value));
     for (const v of value) {
       v.buf.copy(this.buf, this.offset, 0, v.offset);
       this.offset += v.offset;
@@ -449,9 +457,6 @@ function installInPlaceHeaders(): void {
   (require.cache[recordModulePath] as NodeJS.Module).exports = record;
 }
 
-const isEncoder = (v: unknown): v is EncoderInstance =>
-  typeof v === 'object' && v !== null && Buffer.isBuffer((v as EncoderInstance).buf);
-
 function installOneCopyRequests(): void {
   if (originals.frameRequest) return;
   const Encoder = require(encoderModulePath) as EncoderClass;
@@ -466,15 +471,14 @@ function installOneCopyRequests(): void {
     length?: number,
   ) {
     if (type === undefined && Array.isArray(array) && array.every(isEncoder)) {
-      let total = 4;
-      for (const v of array) total += v.offset;
-      this.ensureAvailable(total);
+      this.ensureAvailable(4 + encodedLength(array)); // the count, then the Encoders
     }
     return writeArray.call(this, array, type, length);
   };
   originals.frameRequest = require(requestModulePath) as RequestFramer;
   // The original's bytes: size, api key, version, correlation id, client id, payload. The payload is
-  // copied once, into a buffer that a payload over 64 KiB grows to exactly (ensureAvailable above).
+  // copied once, into a buffer that a payload over 64 KiB grows to exactly (the pooled encoder's
+  // ensureAvailable, installPooledEncoder).
   const frameRequest: RequestFramer = async ({
     correlationId,
     clientId,
