@@ -1,6 +1,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { TimeoutError } from '../../src/errors.ts';
 import type { Producer } from '../../src/kafka/index.ts';
+import type { SandboxOptions } from '../../src/sandbox/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { collect } from '../helpers/kafka.ts';
 import { header, verifierHarness } from './harness.ts';
@@ -25,6 +26,27 @@ async function sendMatchingRequests(
       headers: { 'content-type': 'application/json', 'vop-deadline': String(Date.now() + 120_000) },
     })),
   );
+}
+
+/** A started verifier on a harness of its own, a producer, and a reader of its default reply topic. */
+async function runningVerifier(sandboxOptions?: SandboxOptions) {
+  const h = await verifierHarness(sandboxOptions);
+  const producer = await h.kafka.producer();
+  onTestFinished(() => producer.close());
+  const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
+  const verifier = h.start();
+  await verifier.logLine(ready);
+  return { h, producer, replies, verifier };
+}
+
+/** A JSON request for IBAN, made at `requestedAt` and due at `deadline`. */
+function jsonRequest(topic: string, requestId: string, requestedAt: number, deadline: number) {
+  return {
+    topic,
+    key: requestId,
+    value: Buffer.from(JSON.stringify({ requestId, iban: IBAN, partyName: 'Anna Schmidt', requestedAt })),
+    headers: { 'content-type': 'application/json', 'vop-deadline': String(deadline) },
+  };
 }
 
 describe('verifier against the sandbox, a real broker and a real registry', () => {
@@ -55,28 +77,11 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
   });
 
   it('answers EXPIRED without calling upstream, and FAILED when upstream errors outlast the deadline', async () => {
-    const h = await verifierHarness({ faults: { errorRate: 1 } });
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
-    const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
-    const verifier = h.start();
-    await verifier.logLine(ready);
+    const { h, producer, replies, verifier } = await runningVerifier({ faults: { errorRate: 1 } });
     const now = Date.now();
-    const body = (requestId: string) =>
-      Buffer.from(JSON.stringify({ requestId, iban: IBAN, partyName: 'Anna Schmidt', requestedAt: now }));
     await producer.send([
-      {
-        topic: h.config.verifier.requestsTopic,
-        key: 'expired-1',
-        value: body('expired-1'),
-        headers: { 'content-type': 'application/json', 'vop-deadline': String(now - 1) },
-      },
-      {
-        topic: h.config.verifier.requestsTopic,
-        key: 'failed-1',
-        value: body('failed-1'),
-        headers: { 'content-type': 'application/json', 'vop-deadline': String(now + 1500) },
-      },
+      jsonRequest(h.config.verifier.requestsTopic, 'expired-1', now, now - 1),
+      jsonRequest(h.config.verifier.requestsTopic, 'failed-1', now, now + 1500),
     ]);
     const seen = await replies.until((r) => r.length >= 2);
     const byKey = Object.fromEntries(
@@ -90,6 +95,20 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(byKey['failed-1']).toMatchObject({ outcome: 'FAILED', error: { code: 'UPSTREAM_UNAVAILABLE' } });
     const verifyCalls = h.sandbox.requestLog().filter((r) => r.path === '/vop/v1/verify');
     expect(verifyCalls.length).toBeGreaterThan(1);
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+  });
+
+  it('cuts an upstream call off at the deadline and answers FAILED with UPSTREAM_TIMEOUT', async () => {
+    const { h, producer, replies, verifier } = await runningVerifier({ faults: { latencyMs: 10_000 } });
+    const now = Date.now();
+    await producer.send([jsonRequest(h.config.verifier.requestsTopic, 'slow-1', now, now + 1000)]);
+    const [reply] = await replies.until((r) => r.length >= 1);
+    const answer = JSON.parse(reply?.value?.toString() ?? '');
+    expect(answer).toMatchObject({ outcome: 'FAILED', error: { code: 'UPSTREAM_TIMEOUT' } });
+    // Cut off at the deadline, not when the upstream's 10 s answer came.
+    expect(answer.upstreamLatencyMs).toBeLessThan(5000);
+    expect(answer.respondedAt).toBeGreaterThanOrEqual(now + 1000);
     verifier.child.kill('SIGTERM');
     expect(await verifier.exited).toBe(0);
   });
