@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { isAlive } from '../../src/stack/process.ts';
+import { KAFKA_JVM_PERFORMANCE_OPTS } from '../../src/stack/services.ts';
 
 const cli = fileURLToPath(new URL('../../src/stack/cli.ts', import.meta.url));
 
@@ -37,6 +38,10 @@ describe('the local stack launcher', () => {
     const first = await stackCli(['--state', state, 'up']);
     expect(first.code).toBe(0);
     expect(first.json.reused).toBe(false);
+    // The broker runs with the JVM flags of Kafka's own start script (20 ms G1 pause goal and the rest).
+    const argv = readFileSync(`/proc/${first.json.kafkaPid}/cmdline`, 'utf8').split('\0');
+    expect(argv).toEqual(expect.arrayContaining(KAFKA_JVM_PERFORMANCE_OPTS));
+    expect(argv.indexOf('-XX:MaxGCPauseMillis=20')).toBeLessThan(argv.indexOf('kafka.Kafka'));
     const second = await stackCli(['--state', state, 'up']);
     expect(second.json).toMatchObject({
       reused: true,
