@@ -69,13 +69,12 @@ function tlsOptions(tls: TlsFiles | TlsPem | undefined): {
 
 /** Reads a whole body as UTF-8 and counts its bytes. */
 async function readAll(body: Dispatcher.ResponseData['body']): Promise<RawResponse> {
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  for await (const chunk of body) {
-    chunks.push(chunk as Buffer);
-    bytes += (chunk as Buffer).length;
-  }
-  return { text: Buffer.concat(chunks, bytes).toString('utf8'), bytes };
+  // undici's own consumer: the stream's async iterator cost several objects and ticks per response.
+  const bytes = await body.bytes();
+  return {
+    text: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'),
+    bytes: bytes.byteLength,
+  };
 }
 
 /** The first bytes of an error body, for diagnosis; the rest is discarded and the stream destroyed. */
