@@ -43,6 +43,17 @@ async function waitFor(
 }
 
 /**
+ * A random KRaft cluster id: 16 bytes, base64url. Like Kafka's `Uuid.randomUuid()`, never one that
+ * starts with '-', which a command line would read as an option (1 start in 64 failed that way).
+ */
+export function randomClusterId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
+}
+
+/**
  * The JVM flags Kafka's own start script gives a broker (KAFKA_JVM_PERFORMANCE_OPTS in
  * bin/kafka-run-class.sh). G1's default pause goal is 200 ms: without these flags the broker's young
  * collections took 20-43 ms each, every few seconds, and every request in flight waited them out.
@@ -114,7 +125,7 @@ export async function startKafka(options: {
   const log4j = join(options.dir, 'log4j2.xml');
   writeFileSync(log4j, LOG4J2);
   const cp = join(options.libs, '*');
-  const clusterId = randomBytes(16).toString('base64url').slice(0, 22);
+  const clusterId = randomClusterId();
   try {
     await run(options.java, [
       `-Dlog4j2.configurationFile=${log4j}`,
@@ -122,8 +133,7 @@ export async function startKafka(options: {
       cp,
       'kafka.tools.StorageTool',
       'format',
-      '-t',
-      clusterId,
+      `--cluster-id=${clusterId}`,
       '-c',
       properties,
     ]);
