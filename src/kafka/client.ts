@@ -9,6 +9,7 @@ import kafkajs from './kafkajs.ts';
 import { pinoLogCreator, routeKafkajsWarnings } from './logging.ts';
 import { createProducer, createTransactionalProducer } from './producer.ts';
 import { readTopic } from './read-topic.ts';
+import { noDelaySocketFactory } from './socket.ts';
 import type { KafkaAdmin, KafkaClient } from './types.ts';
 
 // kafkajs is CommonJS: its values come through the default export.
@@ -39,6 +40,7 @@ export function createKafkaClient({ config, logger, retry }: KafkaClientOptions)
     requestTimeout: 30_000,
     logCreator: pinoLogCreator(log),
     retry: retry ?? { initialRetryTime: 100, retries: 8 },
+    socketFactory: noDelaySocketFactory,
   };
   const sasl = saslOf(config);
   if (sasl) options.sasl = sasl;
