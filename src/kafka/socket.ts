@@ -1,24 +1,16 @@
-import net from 'node:net';
-import tls from 'node:tls';
+import { createRequire } from 'node:module';
 import type { ISocketFactory, ISocketFactoryArgs } from 'kafkajs';
 
-const KEEP_ALIVE_DELAY_MS = 60_000;
+const require = createRequire(import.meta.url);
+// kafkajs's own factory (net or tls connect, TLS servername, 60 s keep-alive); not exported by its index.
+const createDefaultSocketFactory = require('kafkajs/src/network/socketFactory.js') as () => ISocketFactory;
+const defaultSocketFactory = createDefaultSocketFactory();
 
 /**
  * kafkajs's socket factory with Nagle's algorithm switched off, as Kafka's Java client and the
  * broker do (TCP_NODELAY): a small request written while an earlier one's bytes are not yet
  * acknowledged would otherwise wait for that acknowledgement.
  */
-export const noDelaySocketFactory = ({
-  host,
-  port,
-  ssl,
-  onConnect,
-}: Omit<ISocketFactoryArgs, 'ssl'> & { ssl?: ISocketFactoryArgs['ssl'] }): ReturnType<ISocketFactory> => {
-  const socket = ssl
-    ? tls.connect({ host, port, ...(!net.isIP(host) && { servername: host }), ...ssl }, onConnect)
-    : net.connect({ host, port }, onConnect);
-  socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
-  socket.setNoDelay(true);
-  return socket;
-};
+export const noDelaySocketFactory = (
+  args: Omit<ISocketFactoryArgs, 'ssl'> & { ssl?: ISocketFactoryArgs['ssl'] },
+): ReturnType<ISocketFactory> => defaultSocketFactory(args as ISocketFactoryArgs).setNoDelay(true);
