@@ -129,7 +129,10 @@ export async function handleRequest(record: IncomingRecord, deps: HandlerDeps): 
       } finally {
         metrics.inFlight.dec();
       }
-      logger.debug({ requestId, iban: maskIban(request.iban), outcome: result.outcome }, 'verified');
+      // Checked first: masking the IBAN for a line that is not written would cost every verification.
+      if (logger.isLevelEnabled('debug')) {
+        logger.debug({ requestId, iban: maskIban(request.iban), outcome: result.outcome }, 'verified');
+      }
     }
   }
 
