@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AbortedError } from '../../src/errors.ts';
 import type { IncomingRecord, KafkaClient } from '../../src/kafka/index.ts';
@@ -10,6 +11,29 @@ async function producerFor(kafka: KafkaClient) {
   const producer = await kafka.transactionalProducer({ transactionalId: uniqueName('read-end') });
   onTestFinished(() => producer.close());
   return producer;
+}
+
+/**
+ * Waits until read_committed readers see `topic` up to `highs` (per partition, markers included).
+ * EndTxn returns once the coordinator has decided the outcome; the broker writes the markers after
+ * that, and until a partition has its marker its last stable offset stays before the transaction, so
+ * a reader started at once may find the transaction's records past its end. There is no event to
+ * await for that write: the offsets are polled.
+ */
+async function markersWritten(kafka: KafkaClient, topic: string, highs: number[]) {
+  const admin = await kafka.admin();
+  try {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const offsets = await admin.topicOffsets(topic);
+      const high = (partition: number) => offsets.find((o) => o.partition === partition)?.high;
+      if (highs.every((h, partition) => high(partition) === String(h))) return;
+      if (Date.now() > deadline) throw new Error(`markers of ${topic} not written: ${JSON.stringify(offsets)}`);
+      await sleep(10);
+    }
+  } finally {
+    await admin.close();
+  }
 }
 
 /** Reads `topic` to its end, returning what was delivered and the last progress reported. */
@@ -36,6 +60,7 @@ describe('reading a topic to its end (read_committed)', () => {
       { topic, key: 'b', value: Buffer.from('2'), partition: 1 },
     ]);
     await producer.transaction([{ topic, key: 'a', value: Buffer.from('3'), partition: 0 }]);
+    await markersWritten(kafka, topic, [4, 2]);
 
     const { seen, progress, caughtUp } = await readAll(kafka, topic);
     expect(values(seen).sort()).toEqual(['1', '2', '3']);
@@ -58,6 +83,7 @@ describe('reading a topic to its end (read_committed)', () => {
       { topic, key: 'a', value: Buffer.from('never either'), partition: 0 },
     ]);
     await aborted.abort();
+    await markersWritten(kafka, topic, [5, 2]);
 
     const { seen, progress } = await readAll(kafka, topic);
     expect(values(seen).sort()).toEqual(['1', '2']);
@@ -69,6 +95,7 @@ describe('reading a topic to its end (read_committed)', () => {
     const [topic = ''] = await testTopics(kafka, ['read-open']);
     const producer = await producerFor(kafka);
     await producer.transaction([{ topic, key: 'a', value: Buffer.from('committed') }]);
+    await markersWritten(kafka, topic, [2]);
     const open = await producer.begin();
     await open.send([{ topic, key: 'a', value: Buffer.from('open') }]);
     onTestFinished(() => open.abort());
@@ -90,6 +117,7 @@ describe('reading a topic to its end (read_committed)', () => {
     const [topic = ''] = await testTopics(kafka, ['read-fail']);
     const producer = await producerFor(kafka);
     await producer.transaction([{ topic, key: 'a', value: Buffer.from('1') }]);
+    await markersWritten(kafka, topic, [2]);
     const boom = new Error('cannot apply');
     await expect(
       kafka.readTopic(topic, () => {
@@ -115,6 +143,7 @@ describe('reading a topic to its end (read_committed)', () => {
     const [topic = ''] = await testTopics(kafka, ['read-follow'], 2);
     const producer = await producerFor(kafka);
     await producer.transaction([{ topic, key: 'a', value: Buffer.from('before'), partition: 0 }]);
+    await markersWritten(kafka, topic, [2, 0]);
 
     const controller = new AbortController();
     const events: string[] = [];
