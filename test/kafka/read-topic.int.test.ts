@@ -28,7 +28,9 @@ async function markersWritten(kafka: KafkaClient, topic: string, highs: number[]
       const offsets = await admin.topicOffsets(topic);
       const high = (partition: number) => offsets.find((o) => o.partition === partition)?.high;
       if (highs.every((h, partition) => high(partition) === String(h))) return;
-      if (Date.now() > deadline) throw new Error(`markers of ${topic} not written: ${JSON.stringify(offsets)}`);
+      if (Date.now() > deadline) {
+        throw new Error(`markers of ${topic} not written: ${JSON.stringify(offsets)}`);
+      }
       await sleep(10);
     }
   } finally {
