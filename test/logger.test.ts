@@ -1,32 +1,13 @@
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger, maskIban } from '../src/logger.ts';
-
-function capture(): { stream: Writable; lines: () => Record<string, unknown>[] } {
-  const chunks: string[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      chunks.push(chunk.toString());
-      done();
-    },
-  });
-  return {
-    stream,
-    lines: () =>
-      chunks
-        .join('')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l)),
-  };
-}
+import { logCapture } from './helpers/log.ts';
 
 describe('logger', () => {
   it('writes JSON lines with the component of a child logger', () => {
-    const out = capture();
+    const out = logCapture();
     const root = createLogger({ destination: out.stream });
     root.child({ component: 'connector' }).info({ page: { rows: 3 } }, 'page published');
-    const [line] = out.lines();
+    const [line] = out.lines;
     expect(line).toMatchObject({
       level: 'info',
       component: 'connector',
@@ -36,7 +17,7 @@ describe('logger', () => {
   });
 
   it('redacts every secret it could be handed', () => {
-    const out = capture();
+    const out = logCapture();
     const root = createLogger({ destination: out.stream });
     root.info(
       {
@@ -46,17 +27,17 @@ describe('logger', () => {
       },
       'starting',
     );
-    const text = JSON.stringify(out.lines());
+    const text = JSON.stringify(out.lines);
     for (const secret of ['k-123', 'p-456', 'k-789', 'k-000', 'p-111']) expect(text).not.toContain(secret);
     expect(text).toContain('http://x');
   });
 
   it('logs errors under err with their code', () => {
-    const out = capture();
+    const out = logCapture();
     const root = createLogger({ destination: out.stream });
     const err = Object.assign(new Error('boom'), { code: 'KAFKA' });
     root.error({ err }, 'failed');
-    expect(out.lines()[0]).toMatchObject({ err: { message: 'boom', code: 'KAFKA' } });
+    expect(out.lines[0]).toMatchObject({ err: { message: 'boom', code: 'KAFKA' } });
   });
 });
 

@@ -1,9 +1,9 @@
 import { createRequire } from 'node:module';
-import { Writable } from 'node:stream';
 import kafkajs from 'kafkajs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pinoLogCreator, routeKafkajsWarnings } from '../../src/kafka/logging.ts';
 import { createLogger } from '../../src/logger.ts';
+import { logCapture } from '../helpers/log.ts';
 
 const { logLevel } = kafkajs;
 const RequestQueue = createRequire(import.meta.url)('kafkajs/src/network/requestQueue/index.js') as new (
@@ -11,17 +11,8 @@ const RequestQueue = createRequire(import.meta.url)('kafkajs/src/network/request
 ) => { scheduleCheckPendingRequests(): void; throttleCheckTimeoutId: NodeJS.Timeout };
 
 function capture() {
-  const lines: Record<string, unknown>[] = [];
-  const waiters: (() => void)[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-      for (const wake of waiters.splice(0)) wake();
-      done();
-    },
-  });
-  const next = () => new Promise<void>((resolve) => waiters.push(resolve));
-  return { logger: createLogger({ level: 'trace', destination: stream }), lines, next };
+  const out = logCapture();
+  return { ...out, logger: createLogger({ level: 'trace', destination: out.stream }) };
 }
 
 describe('kafkajs logs in pino', () => {

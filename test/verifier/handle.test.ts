@@ -1,4 +1,3 @@
-import { Writable } from 'node:stream';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { loadVerifierConfig } from '../../src/config/index.ts';
@@ -6,18 +5,13 @@ import type { IncomingRecord } from '../../src/kafka/index.ts';
 import { createLogger } from '../../src/logger.ts';
 import { handleRequest } from '../../src/verifier/handle.ts';
 import { createVerifierMetrics } from '../../src/verifier/metrics.ts';
+import { logCapture } from '../helpers/log.ts';
 
 const IBAN = 'DE89370400440532013000';
 
 /** One JSON request through the handler, with an upstream that answers MTCH; returns the log lines. */
 async function handledAt(level: string) {
-  const chunks: string[] = [];
-  const destination = new Writable({
-    write(chunk, _enc, done) {
-      chunks.push(chunk.toString());
-      done();
-    },
-  });
+  const out = logCapture();
   const config = loadVerifierConfig({
     KAFKA_BROKERS: 'localhost:9092',
     SCHEMA_REGISTRY_URL: 'http://localhost:8081',
@@ -47,14 +41,9 @@ async function handledAt(level: string) {
     replyEncoder: async () => Promise.reject(new Error('a JSON request gets a JSON reply')),
     topicExists: async () => true,
     metrics: createVerifierMetrics(new Registry()),
-    logger: createLogger({ level, destination }),
+    logger: createLogger({ level, destination: out.stream }),
   });
-  const lines = chunks
-    .join('')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-  return { records, lines };
+  return { records, lines: out.lines };
 }
 
 describe('handleRequest logging', () => {
