@@ -1,7 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AbortedError } from '../../src/errors.ts';
 import type { IncomingRecord, KafkaClient } from '../../src/kafka/index.ts';
+import { retry } from '../../src/retry.ts';
 import { testClients, testTopics } from '../helpers/kafka.ts';
 import { uniqueName } from '../helpers/stack.ts';
 
@@ -18,21 +18,27 @@ async function producerFor(kafka: KafkaClient) {
  * EndTxn returns once the coordinator has decided the outcome; the broker writes the markers after
  * that, and until a partition has its marker its last stable offset stays before the transaction, so
  * a reader started at once may find the transaction's records past its end. There is no event to
- * await for that write: the offsets are polled.
+ * await for that write: the offsets are polled, with the project's retry.
  */
 async function markersWritten(kafka: KafkaClient, topic: string, highs: number[]) {
   const admin = await kafka.admin();
   try {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const offsets = await admin.topicOffsets(topic);
-      const high = (partition: number) => offsets.find((o) => o.partition === partition)?.high;
-      if (highs.every((h, partition) => high(partition) === String(h))) return;
-      if (Date.now() > deadline) {
-        throw new Error(`markers of ${topic} not written: ${JSON.stringify(offsets)}`);
-      }
-      await sleep(10);
-    }
+    await retry(
+      async () => {
+        const offsets = await admin.topicOffsets(topic);
+        const high = (partition: number) => offsets.find((o) => o.partition === partition)?.high;
+        if (!highs.every((h, partition) => high(partition) === String(h))) {
+          throw new Error(`markers of ${topic} not written: ${JSON.stringify(offsets)}`);
+        }
+      },
+      {
+        retries: Number.POSITIVE_INFINITY,
+        deadline: Date.now() + 10_000,
+        initialDelayMs: 10,
+        maxDelayMs: 100,
+        shouldRetry: () => true,
+      },
+    );
   } finally {
     await admin.close();
   }
