@@ -9,8 +9,7 @@ describe('the Kafka client on a real broker', () => {
     const { kafka } = testClients();
     const admin = await kafka.admin();
     onTestFinished(() => admin.close());
-    const sockets = noDelay.mock.contexts as net.Socket[];
-    expect(sockets.length).toBeGreaterThan(0);
+    expect(noDelay.mock.calls.length).toBeGreaterThan(0);
     expect(noDelay.mock.calls.every(([on]) => on === true)).toBe(true);
   });
 });
