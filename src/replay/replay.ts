@@ -74,45 +74,56 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
 
   const apply = (record: IncomingRecord, decoded: Decoded | null): void => {
     const iban = record.key?.toString('utf8') ?? '';
-    let change: AlertChange;
+    let type: AlertChange['type'];
+    let alert: AlertState | null = null;
     if (decoded === null) {
+      type = 'Tombstone';
       result.alerts.delete(iban);
-      change = { type: 'Tombstone', iban, alert: null, partition: record.partition, offset: record.offset };
     } else if (decoded.name === SchemaNames.AlertUpserted) {
-      const alert = decoded.value as unknown as AlertState;
+      type = 'AlertUpserted';
+      alert = decoded.value as unknown as AlertState;
       result.alerts.set(iban, alert);
-      change = { type: 'AlertUpserted', iban, alert, partition: record.partition, offset: record.offset };
     } else if (decoded.name === SchemaNames.AlertDeactivated) {
+      type = 'AlertDeactivated';
       result.alerts.delete(iban);
       result.deactivated++;
-      change = {
-        type: 'AlertDeactivated',
-        iban,
-        alert: null,
-        partition: record.partition,
-        offset: record.offset,
-      };
     } else {
       throw new DecodeError(
         `${config.alertsTopic} partition ${record.partition} offset ${record.offset} holds a ${decoded.name}`,
       );
     }
     result.events++;
-    if (live) options.onChange?.(change);
+    // Built only for a listener: the snapshot applies every record of the topic.
+    if (live && options.onChange) {
+      options.onChange({ type, iban, alert, partition: record.partition, offset: record.offset });
+    }
   };
 
-  const decodeOne = async (record: IncomingRecord): Promise<Decoded | null> => {
-    if (record.value === null) return null;
+  const undecodable = (record: IncomingRecord, err: unknown): Error =>
+    // A registry that cannot be reached says nothing about the record: never skip it as undecodable.
+    err instanceof SchemaRegistryError
+      ? err
+      : new DecodeError(
+          `${config.alertsTopic} partition ${record.partition} offset ${record.offset} cannot be decoded: ${(err as Error).message}`,
+          { cause: err },
+        );
+
+  /**
+   * The record's value decoded, null for a tombstone; a promise only when its schema must be fetched
+   * first. Almost every record takes the synchronous path: no promise and no await per record.
+   */
+  const decodeOne = (record: IncomingRecord): Decoded | null | Promise<Decoded> => {
+    const { value } = record;
+    if (value === null) return null;
     try {
-      return registry.decodeCached(record.value) ?? (await registry.decode(record.value));
+      const cached = registry.decodeCached(value);
+      if (cached) return cached;
     } catch (err) {
-      // A registry that cannot be reached says nothing about the record: never skip it as undecodable.
-      if (err instanceof SchemaRegistryError) throw err;
-      throw new DecodeError(
-        `${config.alertsTopic} partition ${record.partition} offset ${record.offset} cannot be decoded: ${(err as Error).message}`,
-        { cause: err },
-      );
+      throw undecodable(record, err);
     }
+    return registry.decode(value).catch((err: unknown) => {
+      throw undecodable(record, err);
+    });
   };
 
   await kafka.readTopic(
@@ -121,7 +132,8 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
       for (const record of records) {
         let decoded: Decoded | null;
         try {
-          decoded = await decodeOne(record);
+          const decoding = decodeOne(record);
+          decoded = decoding instanceof Promise ? await decoding : decoding;
         } catch (err) {
           // Only the record's own fault may be skipped; a registry outage ends or stalls the read.
           if (!options.skipUndecodable || !(err instanceof DecodeError)) throw err;

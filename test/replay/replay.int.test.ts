@@ -62,6 +62,11 @@ describe('replay of the compacted alerts topic', () => {
     });
     controller.abort();
     const final = await following;
+    // Each change says what it did to the table: an upsert carries the alert, a removal does not.
+    for (const c of changes) {
+      expect(c.alert === null, `${c.type} at ${c.partition}/${c.offset}`).toBe(c.type !== 'AlertUpserted');
+      if (c.alert) expect(c.alert.iban).toBe(c.iban);
+    }
     await h.converged();
     const expectedAfter = expectedTable(h.sandbox.currentRows());
     expectedAfter.delete(victim ?? '');
