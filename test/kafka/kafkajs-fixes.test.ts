@@ -9,7 +9,9 @@ import {
   type PartitionMetadata,
   partitionerModulePath,
   type RecordArgs,
+  type RecordBatchContext,
   type RequestFramer,
+  recordDecoderModulePath,
   recordModulePath,
   requestModulePath,
 } from '../../src/kafka/kafkajs.ts';
@@ -319,6 +321,74 @@ describe('kafkajs record headers written in place', () => {
     ] as RecordArgs[]) {
       expect(() => original(r)).toThrow();
       expect(() => Record(r)).toThrow();
+    }
+  });
+});
+
+describe('kafkajs fetched records decoded with numbers', () => {
+  type Body = { readVarIntBytes(): Buffer; offset: number };
+  const Body = Decoder as unknown as new (b: Buffer) => Body;
+  const ours = require(recordDecoderModulePath) as (d: unknown, ctx?: RecordBatchContext) => unknown;
+  const original = originals.decodeRecord as (d: unknown, ctx?: RecordBatchContext) => unknown;
+  const encoded = (r: RecordArgs): Buffer => new Body(Record(r).buffer).readVarIntBytes();
+  const batch: RecordBatchContext = {
+    firstOffset: '1200',
+    firstTimestamp: '1795000000000',
+    maxTimestamp: '1795000009999',
+    magicByte: 2,
+    isControlBatch: false,
+    timestampType: 0,
+  };
+
+  it('is the record decoder kafkajs uses', () => {
+    expect(ours).not.toBe(original);
+  });
+
+  it('decodes every record as the original does, and leaves the decoder at the same place', () => {
+    const headers = { multi: ['one', Buffer.from('two'), 'three'], 'é-key': 'välue ☃', empty: '' };
+    const cases: [RecordArgs, RecordBatchContext][] = [
+      [record, batch],
+      [{ ...record, offsetDelta: 4999, timestampDelta: 1234 }, batch],
+      [{ key: null, value: null, timestampDelta: -5 }, batch],
+      [
+        { key: 'k', value: 'v', headers },
+        { ...batch, isControlBatch: true },
+      ],
+      [{ key: 'k', value: 'v', timestampDelta: 2 ** 40 }, batch], // 6-byte varlong: still numbers
+      [{ key: 'k', value: 'v', timestampDelta: 2 ** 52 }, batch], // 8 bytes: the original's
+      [
+        { key: 'k', value: 'v', timestampDelta: 7 },
+        { ...batch, timestampType: 1 },
+      ], // LOG_APPEND_TIME
+      [
+        { key: 'k', value: 'v', timestampDelta: 7 },
+        { ...batch, firstTimestamp: '-1' },
+      ],
+      [
+        { key: 'k', value: 'v', offsetDelta: 9 },
+        { ...batch, firstOffset: '9007199254740990' },
+      ], // past 2^53
+      [
+        { key: 'k', value: 'v', offsetDelta: 1 },
+        { ...batch, firstOffset: '9223372036854775806' },
+      ],
+      [{ key: 'k', value: 'v', headers: { ['__proto__']: 'x', after: 'y' } }, batch],
+    ];
+    for (const [r, ctx] of cases) {
+      const body = encoded(r);
+      const a = new Body(body);
+      const b = new Body(body);
+      const label = `${JSON.stringify(r).slice(0, 60)} ${JSON.stringify(ctx)}`;
+      expect(ours(a, ctx), label).toStrictEqual(original(b, ctx));
+      expect(a.offset, label).toBe(b.offset);
+    }
+  });
+
+  it('parses a batch base once, whatever batch came before', () => {
+    const body = encoded({ key: 'k', value: 'v', offsetDelta: 3 });
+    for (const firstOffset of ['10', '20', '10', '9007199254740993', '10']) {
+      const ctx = { ...batch, firstOffset };
+      expect(ours(new Body(body), ctx)).toStrictEqual(original(new Body(body), ctx));
     }
   });
 });
