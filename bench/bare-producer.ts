@@ -5,8 +5,7 @@
 // in BARE_TX-record transactions and prints `{"rate": records/s, "cpuMs": ...}` on stdout.
 import { randomUUID } from 'node:crypto';
 import type * as Kafkajs from 'kafkajs';
-
-type KafkajsModule = typeof Kafkajs;
+import { bareKafka, type KafkajsModule, requiredEnv } from './bare-client.ts';
 
 /**
  * The bare producer the benchmarks compare against: kafkajs defaults except what transactions need,
@@ -48,21 +47,10 @@ async function recordsOf(kafka: Kafkajs.Kafka, topic: string, n: number): Promis
 }
 
 async function main(): Promise<void> {
-  const env = (name: string): string => {
-    const value = process.env[name];
-    if (!value) throw new Error(`${name} is required`);
-    return value;
-  };
-  if (process.env.BARE_KAFKAJS_FIXES === '1') await import('../src/kafka/kafkajs.ts');
-  const kafkajs = (await import('kafkajs')).default as unknown as KafkajsModule;
-  const rows = Number(env('BARE_ROWS'));
-  const tx = Number(env('BARE_TX'));
-  const kafka = new kafkajs.Kafka({
-    brokers: [env('BARE_BROKERS')],
-    clientId: 'bench-bare',
-    logLevel: kafkajs.logLevel.NOTHING,
-  });
-  const messages = await recordsOf(kafka, env('BARE_SOURCE_TOPIC'), rows);
+  const { kafkajs, kafka } = await bareKafka();
+  const rows = Number(requiredEnv('BARE_ROWS'));
+  const tx = Number(requiredEnv('BARE_TX'));
+  const messages = await recordsOf(kafka, requiredEnv('BARE_SOURCE_TOPIC'), rows);
   const admin = kafka.admin();
   await admin.connect();
   const topic = `bench.bare.${randomUUID().slice(0, 8)}`;

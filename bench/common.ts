@@ -1,4 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -153,3 +154,27 @@ export function percentile(sorted: number[], p: number): number {
 }
 
 export const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+
+/**
+ * Runs one of the bare-client scripts (bench/bare-*.ts) in a process of its own, so that its kafkajs
+ * is stock or fixed as asked (BARE_KAFKAJS_FIXES), and returns the JSON line it prints.
+ */
+export async function runBare<T>(script: string, env: Record<string, string>): Promise<T> {
+  const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      ...env,
+      // Stock kafkajs on Node 24 prints a TimeoutNegativeWarning per throttled request (src/kafka
+      // routes it to a debug log); not a figure of any benchmark.
+      NODE_NO_WARNINGS: '1',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (chunk) => {
+    out += chunk;
+  });
+  const [code] = (await once(child, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`${script} exited with code ${code}`);
+  return JSON.parse(out) as T;
+}

@@ -2,10 +2,7 @@
 // connector into Kafka, beside a bare kafkajs transactional producer sending the same records the
 // connector published (read back from its topic: key, Avro value, headers) in the same transaction
 // size, in one run on the same broker; plus CPU per row of connector, sandbox and broker.
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import { createSandbox } from '../src/sandbox/index.ts';
 import {
   benchStack,
@@ -18,6 +15,7 @@ import {
   imageNodeFlags,
   metric,
   peakRssMb,
+  runBare,
   until,
 } from './common.ts';
 
@@ -28,27 +26,14 @@ const TX = 5000;
  * (bench/bare-producer.ts): stock kafkajs, or kafkajs with fraudlink's fixes.
  */
 async function bareRun(brokers: string, sourceTopic: string, rows: number, fixes: boolean): Promise<number> {
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./bare-producer.ts', import.meta.url))], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      BARE_BROKERS: brokers,
-      BARE_SOURCE_TOPIC: sourceTopic,
-      BARE_ROWS: String(rows),
-      BARE_TX: String(TX),
-      BARE_KAFKAJS_FIXES: fixes ? '1' : '0',
-      // Stock kafkajs on Node 24 prints a TimeoutNegativeWarning per throttled request (src/kafka
-      // routes it to a debug log); not a figure of this benchmark.
-      NODE_NO_WARNINGS: '1',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+  const { rate } = await runBare<{ rate: number }>('./bare-producer.ts', {
+    BARE_BROKERS: brokers,
+    BARE_SOURCE_TOPIC: sourceTopic,
+    BARE_ROWS: String(rows),
+    BARE_TX: String(TX),
+    BARE_KAFKAJS_FIXES: fixes ? '1' : '0',
   });
-  let out = '';
-  child.stdout.on('data', (chunk) => {
-    out += chunk;
-  });
-  const [code] = (await once(child, 'exit')) as [number | null];
-  if (code !== 0) throw new Error(`bare producer exited with code ${code}`);
-  return (JSON.parse(out) as { rate: number }).rate;
+  return rate;
 }
 
 async function connectorRun(stack: { brokers: string; registryUrl: string; kafkaPid: number }, rows: number) {
