@@ -2,8 +2,9 @@
 // (stock, and with fraudlink's kafkajs fixes) reading the same topic without decoding, in
 // alternating rounds of one run.
 import { randomUUID } from 'node:crypto';
-import kafkajs from 'kafkajs';
 import { createSchemaRegistry } from '../src/kafka/index.ts';
+// Through src/kafka, as replayAlerts loads it: fraudlink's fixes are in place before any kafkajs module.
+import kafkajs from '../src/kafka/kafkajs.ts';
 import { replayAlerts } from '../src/replay/index.ts';
 import { loadSchema, SchemaNames } from '../src/schemas.ts';
 import { benchStack, fmt, percentile, runBare } from './common.ts';
