@@ -36,10 +36,11 @@ async function readAll(kafka: Kafkajs.Kafka, topic: string, events: number) {
 
 async function main(): Promise<void> {
   const { kafka } = await bareKafka();
+  const topic = requiredEnv('BARE_TOPIC');
   const events = Number(requiredEnv('BARE_EVENTS'));
   let result = { rate: 0, cpuMs: 0 };
   for (let pass = Number(process.env.BARE_PASSES ?? 2); pass > 0; pass--) {
-    result = await readAll(kafka, requiredEnv('BARE_TOPIC'), events);
+    result = await readAll(kafka, topic, events);
   }
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
