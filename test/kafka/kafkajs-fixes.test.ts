@@ -384,7 +384,7 @@ describe('kafkajs fetched records decoded with numbers', () => {
     }
   });
 
-  it('parses a batch base once, whatever batch came before', () => {
+  it("keeps each batch's base apart when batches alternate (the base is cached per batch)", () => {
     const body = encoded({ key: 'k', value: 'v', offsetDelta: 3 });
     for (const firstOffset of ['10', '20', '10', '9007199254740993', '10']) {
       const ctx = { ...batch, firstOffset };
