@@ -8,6 +8,7 @@ import {
   benchStack,
   childMemoryLimitMb,
   cli,
+  countEnv,
   cpuMs,
   fmt,
   freePort,
@@ -89,7 +90,7 @@ async function connectorRun(stack: { brokers: string; registryUrl: string; kafka
 }
 
 export async function run(): Promise<void> {
-  const rows = Number(process.env.BENCH_ROWS ?? 200_000);
+  const rows = countEnv('BENCH_ROWS', 200_000);
   const stack = await benchStack();
   const connector = await connectorRun(stack, rows);
   const bare = await bareRun(stack.brokers, connector.topic, rows, false);

@@ -7,12 +7,12 @@ import { createSchemaRegistry } from '../src/kafka/index.ts';
 import kafkajs from '../src/kafka/kafkajs.ts';
 import { replayAlerts } from '../src/replay/index.ts';
 import { loadSchema, SchemaNames } from '../src/schemas.ts';
-import { benchStack, fmt, percentile, runBare } from './common.ts';
+import { benchStack, countEnv, fmt, median, runBare } from './common.ts';
 
 export async function run(): Promise<void> {
-  const events = Number(process.env.BENCH_EVENTS ?? 1_000_000);
-  const ibans = Number(process.env.BENCH_IBANS ?? 50_000);
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+  const events = countEnv('BENCH_EVENTS', 1_000_000);
+  const ibans = countEnv('BENCH_IBANS', 50_000);
+  const rounds = countEnv('BENCH_ROUNDS', 3);
   const stack = await benchStack();
   const topic = `bench.replay.${randomUUID().slice(0, 8)}`;
   const kafka = new kafkajs.Kafka({
@@ -98,13 +98,8 @@ export async function run(): Promise<void> {
       `round ${round}: bare kafkajs consumer (no decoding) ${fmt(bare)} records/s stock, ${fmt(fixed)} with fraudlink's kafkajs fixes; replayAlerts (decode + apply) ${fmt(replay)} events/s; ratio ${(replay / bare).toFixed(2)} (${(replay / fixed).toFixed(2)} against the fixed client)${held}`,
     );
   }
-  const median = (xs: number[]) =>
-    percentile(
-      [...xs].sort((a, b) => a - b),
-      50,
-    ).toFixed(2);
   console.log(
-    `ratio replay / bare stock kafkajs, median of ${rounds} rounds: ${median(ratios)} (target >= 0.60); against the fixed client: ${median(ownRatios)}`,
+    `ratio replay / bare stock kafkajs, median of ${rounds} rounds: ${median(ratios).toFixed(2)} (target >= 0.60); against the fixed client: ${median(ownRatios).toFixed(2)}`,
   );
   await admin.deleteTopics({ topics: [topic] }).catch(() => {});
   await admin.disconnect();
