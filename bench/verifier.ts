@@ -6,7 +6,18 @@ import { request } from 'undici';
 import { loadVerifierConfig } from '../src/config/index.ts';
 import { holderNameFor } from '../src/sandbox/index.ts';
 import { createVerificationClient } from '../src/verifier/index.ts';
-import { benchStack, cli, cpuDuring, fmt, freePort, metric, percentile, until } from './common.ts';
+import {
+  benchStack,
+  cli,
+  countEnv,
+  cpuDuring,
+  fmt,
+  freePort,
+  median,
+  metric,
+  percentile,
+  until,
+} from './common.ts';
 
 const DELAY_MS = 20;
 const CONCURRENCY = 64;
@@ -22,7 +33,12 @@ const OUTSTANDING_FACTOR = 4;
 /** The latency phase: this many requests a second, for this many seconds. */
 const OPEN_RATE = 200;
 const OPEN_SECONDS = 10;
+/** Rounds of all four measured loops (BENCH_ROUNDS). */
+const ROUNDS = countEnv('BENCH_ROUNDS', 3);
 const IBAN = 'DE89370400440532013000';
+
+type Loop = Awaited<ReturnType<typeof closedLoop>>;
+type Open = Awaited<ReturnType<typeof openLoop>>;
 
 async function closedLoop(call: () => Promise<unknown>, n: number, concurrency: number) {
   const latencies: number[] = [];
@@ -142,16 +158,6 @@ export async function run(): Promise<void> {
     verifier: verifier.pid as number,
     broker: stack.kafkaPid,
   };
-  const { result: d, cpu: dCpu } = await cpuDuring(pids, () => closedLoop(direct, N, CONCURRENCY));
-  // Throughput at the same upstream concurrency: the verifier keeps VERIFY_CONCURRENCY calls in flight
-  // to the service, as direct HTTP does; the requester keeps enough requests outstanding to feed it
-  // while replies are in transit and committing.
-  const { result: k, cpu: kCpu } = await cpuDuring(pids, () =>
-    closedLoop(viaKafka, N, CONCURRENCY * OUTSTANDING_FACTOR),
-  );
-  // The same requester limited to CONCURRENCY outstanding: a latency-bound rate (CONCURRENCY / latency).
-  const kClosed = await closedLoop(viaKafka, N, CONCURRENCY);
-  const dOpen = await openLoop(direct, OPEN_RATE, OPEN_SECONDS);
   // Where the Kafka path's time goes at 200 requests/s, from each reply's respondedAt and upstream latency.
   const split = { before: [] as number[], upstream: [] as number[], after: [] as number[] };
   const viaKafkaSplit = async () => {
@@ -163,47 +169,78 @@ export async function run(): Promise<void> {
     split.upstream.push(upstream);
     split.after.push(Date.now() - responded);
   };
-  const { result: kOpen, cpu: openCpu } = await cpuDuring(pids, () =>
-    openLoop(viaKafkaSplit, OPEN_RATE, OPEN_SECONDS),
-  );
+  // Rounds alternate direct and Kafka, so that neither has a quiet or a busy spell of the shared
+  // machine to itself; every round is printed, and the medians of the rounds' ratios and of their
+  // p99 added are the figures. CPU is summed over the rounds.
+  const rounds: { d: Loop; k: Loop; dOpen: Open; kOpen: Open }[] = [];
+  const dCpu: Record<string, number> = {};
+  const kCpu: Record<string, number> = {};
+  const openCpu: Record<string, number> = {};
+  const add = (sum: Record<string, number>, cpu: Record<string, number>) => {
+    for (const [name, ms] of Object.entries(cpu)) sum[name] = (sum[name] ?? 0) + ms;
+  };
+  for (let round = 1; round <= ROUNDS; round++) {
+    const directFull = await cpuDuring(pids, () => closedLoop(direct, N, CONCURRENCY));
+    // Throughput at the same upstream concurrency: the verifier keeps VERIFY_CONCURRENCY calls in
+    // flight to the service, as direct HTTP does; the requester keeps enough requests outstanding to
+    // feed it while replies are in transit and committing.
+    const kafkaFull = await cpuDuring(pids, () => closedLoop(viaKafka, N, CONCURRENCY * OUTSTANDING_FACTOR));
+    const dOpen = await openLoop(direct, OPEN_RATE, OPEN_SECONDS);
+    const kafkaOpen = await cpuDuring(pids, () => openLoop(viaKafkaSplit, OPEN_RATE, OPEN_SECONDS));
+    add(dCpu, directFull.cpu);
+    add(kCpu, kafkaFull.cpu);
+    add(openCpu, kafkaOpen.cpu);
+    const r = { d: directFull.result, k: kafkaFull.result, dOpen, kOpen: kafkaOpen.result };
+    rounds.push(r);
+    console.log(
+      `round ${round}: direct ${fmt(r.d.rate)}/s, Kafka ${fmt(r.k.rate)}/s, ratio ${(r.k.rate / r.d.rate).toFixed(2)}; at ${OPEN_RATE}/s p99 direct ${r.dOpen.p99.toFixed(1)} ms, Kafka ${r.kOpen.p99.toFixed(1)} ms, added ${(r.kOpen.p99 - r.dOpen.p99).toFixed(1)} ms`,
+    );
+  }
+  // The same requester limited to CONCURRENCY outstanding: a latency-bound rate (CONCURRENCY / latency).
+  const kClosed = await closedLoop(viaKafka, N, CONCURRENCY);
   const commits = await metric(
     `http://127.0.0.1:${port}/metrics`,
     'fraudlink_verifier_batch_commit_seconds_count',
   );
+  const med = (pick: (r: (typeof rounds)[number]) => number) => median(rounds.map(pick));
+  const ratio = med((r) => r.k.rate / r.d.rate);
   console.log(
-    `upstream delay ${DELAY_MS} ms, ${CONCURRENCY} upstream calls in flight (direct concurrency = VERIFY_CONCURRENCY), ${fmt(N)} verifications each`,
+    `upstream delay ${DELAY_MS} ms, ${CONCURRENCY} upstream calls in flight (direct concurrency = VERIFY_CONCURRENCY), ${fmt(N)} verifications each, medians of ${ROUNDS} rounds`,
   );
-  console.log(`direct HTTP:   ${fmt(d.rate)}/s  p50 ${d.p50.toFixed(1)} ms  p99 ${d.p99.toFixed(1)} ms`);
   console.log(
-    `through Kafka: ${fmt(k.rate)}/s  p50 ${k.p50.toFixed(1)} ms  p99 ${k.p99.toFixed(1)} ms  (requester keeps ${CONCURRENCY * OUTSTANDING_FACTOR} outstanding)`,
+    `direct HTTP:   ${fmt(med((r) => r.d.rate))}/s  p50 ${med((r) => r.d.p50).toFixed(1)} ms  p99 ${med((r) => r.d.p99).toFixed(1)} ms`,
   );
-  console.log(`ratio Kafka / direct: ${(k.rate / d.rate).toFixed(2)} (target >= 0.90)`);
+  console.log(
+    `through Kafka: ${fmt(med((r) => r.k.rate))}/s  p50 ${med((r) => r.k.p50).toFixed(1)} ms  p99 ${med((r) => r.k.p99).toFixed(1)} ms  (requester keeps ${CONCURRENCY * OUTSTANDING_FACTOR} outstanding)`,
+  );
+  console.log(`ratio Kafka / direct: ${ratio.toFixed(2)} (target >= 0.90)`);
   // CPU per verification bounds the rate on this machine: 2 cores give at most 2,000 ms of CPU a second.
   const perVerification = (cpu: Record<string, number>) => {
-    const total = Object.values(cpu).reduce((a, b) => a + b, 0) / N;
+    const verifications = N * ROUNDS;
+    const total = Object.values(cpu).reduce((a, b) => a + b, 0) / verifications;
     const parts = Object.entries(cpu)
-      .map(([name, ms]) => `${name} ${(ms / N).toFixed(2)}`)
+      .map(([name, ms]) => `${name} ${(ms / verifications).toFixed(2)}`)
       .join(', ');
     return `${total.toFixed(2)} ms (${parts}); ${availableParallelism()} cores allow at most ${fmt((availableParallelism() * 1000) / total)}/s`;
   };
   console.log(`CPU per verification, direct: ${perVerification(dCpu)}`);
   console.log(`CPU per verification, Kafka:  ${perVerification(kCpu)}`);
   console.log(
-    `through Kafka, requester limited to ${CONCURRENCY} outstanding: ${fmt(kClosed.rate)}/s  p50 ${kClosed.p50.toFixed(1)} ms  p99 ${kClosed.p99.toFixed(1)} ms  (ratio ${(kClosed.rate / d.rate).toFixed(2)}; ${fmt(commits)} transactions in all)`,
+    `through Kafka, requester limited to ${CONCURRENCY} outstanding: ${fmt(kClosed.rate)}/s  p50 ${kClosed.p50.toFixed(1)} ms  p99 ${kClosed.p99.toFixed(1)} ms  (ratio ${(kClosed.rate / med((r) => r.d.rate)).toFixed(2)}; ${fmt(commits)} transactions in all)`,
   );
   console.log(
-    `at ${OPEN_RATE} requests/s: direct p50 ${dOpen.p50.toFixed(1)} ms p99 ${dOpen.p99.toFixed(1)} ms, Kafka p50 ${kOpen.p50.toFixed(1)} ms p99 ${kOpen.p99.toFixed(1)} ms, p99 added ${(kOpen.p99 - dOpen.p99).toFixed(1)} ms (target <= 20 ms)`,
+    `at ${OPEN_RATE} requests/s: direct p50 ${med((r) => r.dOpen.p50).toFixed(1)} ms p99 ${med((r) => r.dOpen.p99).toFixed(1)} ms, Kafka p50 ${med((r) => r.kOpen.p50).toFixed(1)} ms p99 ${med((r) => r.kOpen.p99).toFixed(1)} ms, p99 added ${med((r) => r.kOpen.p99 - r.dOpen.p99).toFixed(1)} ms (target <= 20 ms)`,
   );
   const quantiles = (xs: number[]) => {
     const sorted = xs.toSorted((a, b) => a - b);
     return `p50 ${percentile(sorted, 50).toFixed(0)} p99 ${percentile(sorted, 99).toFixed(0)}`;
   };
   console.log(
-    `  its split (ms, clock of 1 ms): requester to verifier ${quantiles(split.before)}, upstream call as the verifier saw it ${quantiles(split.upstream)}, reply committed and read back ${quantiles(split.after)}`,
+    `  its split over all rounds (ms, clock of 1 ms): requester to verifier ${quantiles(split.before)}, upstream call as the verifier saw it ${quantiles(split.upstream)}, reply committed and read back ${quantiles(split.after)}`,
   );
   console.log(
     `  CPU meanwhile, ms per second: ${Object.entries(openCpu)
-      .map(([name, ms]) => `${name} ${(ms / OPEN_SECONDS).toFixed(0)}`)
+      .map(([name, ms]) => `${name} ${(ms / (OPEN_SECONDS * ROUNDS)).toFixed(0)}`)
       .join(', ')} (${availableParallelism()} cores = ${availableParallelism() * 1000})`,
   );
   await client.close();
