@@ -1,15 +1,9 @@
 // What the bare-client scripts (bench/bare-*.ts) share. Nothing here may load src/kafka: the bare
 // clients run stock kafkajs unless BARE_KAFKAJS_FIXES=1 asks for fraudlink's fixes.
 import type * as Kafkajs from 'kafkajs';
+import { requiredEnv } from './env.ts';
 
 export type KafkajsModule = typeof Kafkajs;
-
-/** A variable the parent benchmark must set. */
-export function requiredEnv(name: string): string {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is required`);
-  return value;
-}
 
 /** kafkajs, stock or with fraudlink's fixes as BARE_KAFKAJS_FIXES says, and a client of BARE_BROKERS. */
 export async function bareKafka(): Promise<{ kafkajs: KafkajsModule; kafka: Kafkajs.Kafka }> {

@@ -6,7 +6,8 @@
 // first pass warms the JIT, as the replay it is compared with runs in a warm process.
 import { randomUUID } from 'node:crypto';
 import type * as Kafkajs from 'kafkajs';
-import { bareKafka, requiredEnv } from './bare-client.ts';
+import { bareKafka } from './bare-client.ts';
+import { countEnv, requiredEnv } from './env.ts';
 
 /** One read of the topic by a bare kafkajs consumer, with the large fetches replay asks for too. */
 async function readAll(kafka: Kafkajs.Kafka, topic: string, events: number) {
@@ -37,9 +38,9 @@ async function readAll(kafka: Kafkajs.Kafka, topic: string, events: number) {
 async function main(): Promise<void> {
   const { kafka } = await bareKafka();
   const topic = requiredEnv('BARE_TOPIC');
-  const events = Number(requiredEnv('BARE_EVENTS'));
+  const events = countEnv('BARE_EVENTS');
   let result = { rate: 0, cpuMs: 0 };
-  for (let pass = Number(process.env.BARE_PASSES ?? 2); pass > 0; pass--) {
+  for (let pass = countEnv('BARE_PASSES', 2); pass > 0; pass--) {
     result = await readAll(kafka, topic, events);
   }
   process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -5,7 +5,8 @@
 // in BARE_TX-record transactions and prints `{"rate": records/s, "cpuMs": ...}` on stdout.
 import { randomUUID } from 'node:crypto';
 import type * as Kafkajs from 'kafkajs';
-import { bareKafka, type KafkajsModule, requiredEnv } from './bare-client.ts';
+import { bareKafka, type KafkajsModule } from './bare-client.ts';
+import { countEnv, requiredEnv } from './env.ts';
 
 /**
  * The bare producer the benchmarks compare against: kafkajs defaults except what transactions need,
@@ -48,8 +49,8 @@ async function recordsOf(kafka: Kafkajs.Kafka, topic: string, n: number): Promis
 
 async function main(): Promise<void> {
   const { kafkajs, kafka } = await bareKafka();
-  const rows = Number(requiredEnv('BARE_ROWS'));
-  const tx = Number(requiredEnv('BARE_TX'));
+  const rows = countEnv('BARE_ROWS');
+  const tx = countEnv('BARE_TX');
   const messages = await recordsOf(kafka, requiredEnv('BARE_SOURCE_TOPIC'), rows);
   const admin = kafka.admin();
   await admin.connect();

@@ -153,16 +153,6 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
-/** A positive whole number from the environment, or `fallback` when unset; anything else stops the bench. */
-export function countEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 1)
-    throw new Error(`${name} must be a positive whole number, got "${raw}"`);
-  return n;
-}
-
 export const median = (xs: number[]): number =>
   percentile(
     xs.toSorted((a, b) => a - b),

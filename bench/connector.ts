@@ -8,7 +8,6 @@ import {
   benchStack,
   childMemoryLimitMb,
   cli,
-  countEnv,
   cpuMs,
   fmt,
   freePort,
@@ -19,6 +18,7 @@ import {
   runBare,
   until,
 } from './common.ts';
+import { countEnv } from './env.ts';
 
 const TX = 5000;
 

@@ -7,7 +7,8 @@ import { createSchemaRegistry } from '../src/kafka/index.ts';
 import kafkajs from '../src/kafka/kafkajs.ts';
 import { replayAlerts } from '../src/replay/index.ts';
 import { loadSchema, SchemaNames } from '../src/schemas.ts';
-import { benchStack, countEnv, fmt, median, runBare } from './common.ts';
+import { benchStack, fmt, median, runBare } from './common.ts';
+import { countEnv } from './env.ts';
 
 export async function run(): Promise<void> {
   const events = countEnv('BENCH_EVENTS', 1_000_000);

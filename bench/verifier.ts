@@ -6,18 +6,8 @@ import { request } from 'undici';
 import { loadVerifierConfig } from '../src/config/index.ts';
 import { holderNameFor } from '../src/sandbox/index.ts';
 import { createVerificationClient } from '../src/verifier/index.ts';
-import {
-  benchStack,
-  cli,
-  countEnv,
-  cpuDuring,
-  fmt,
-  freePort,
-  median,
-  metric,
-  percentile,
-  until,
-} from './common.ts';
+import { benchStack, cli, cpuDuring, fmt, freePort, median, metric, percentile, until } from './common.ts';
+import { countEnv } from './env.ts';
 
 const DELAY_MS = 20;
 const CONCURRENCY = 64;
