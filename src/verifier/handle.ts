@@ -23,8 +23,11 @@ export interface HandlerDeps {
   registry: SchemaRegistryClient;
   /** The reply encoder of a topic (registered on first use). */
   replyEncoder(topic: string): Promise<Encoder<VerificationResult>>;
-  /** Whether a requester's reply topic exists; replies to a missing one go to the default topic. */
-  topicExists(topic: string): Promise<boolean>;
+  /**
+   * A reply topic's partition count, 0 when it does not exist: replies to a missing topic go to the
+   * default topic, and a `kafka_replyPartition` the topic does not have is ignored.
+   */
+  partitionCount(topic: string): Promise<number>;
   metrics: VerifierMetrics;
   logger: Logger;
   now?: () => number;
@@ -145,13 +148,25 @@ export async function handleRequest(record: IncomingRecord, deps: HandlerDeps): 
         { requestId, refused: route.refusedTopic },
         'kafka_replyTopic refused by VERIFY_REPLY_TOPICS; replying on the default topic',
       );
-    } else if (route.topic !== config.repliesTopic && !(await deps.topicExists(route.topic))) {
+    } else if (route.topic !== config.repliesTopic && (await deps.partitionCount(route.topic)) === 0) {
       logger.warn(
         { requestId, topic: route.topic },
         'reply topic does not exist; replying on the default topic',
       );
       route.topic = config.repliesTopic;
       delete route.partition;
+    }
+    if (route.partition !== undefined) {
+      // kafkajs silently leaves out a record for a partition the topic lacks, and the transaction
+      // would commit the request's offset without its reply.
+      const partitions = await deps.partitionCount(route.topic);
+      if (route.partition < 0 || route.partition >= partitions) {
+        logger.warn(
+          { requestId, topic: route.topic, partition: route.partition, partitions },
+          'kafka_replyPartition out of range for the reply topic; replying on the partition of the key',
+        );
+        delete route.partition;
+      }
     }
     const headers: Record<string, Buffer | string> = {};
     const correlation = correlationIdOf(record.headers, requestId);

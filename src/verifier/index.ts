@@ -10,6 +10,9 @@ import { createVerifierMetrics } from './metrics.ts';
 import type { VerificationResult } from './reply.ts';
 import { createVerifier } from './verifier.ts';
 
+/** How long a reply topic's partition count is trusted before it is read again. */
+const PARTITION_COUNT_TTL_MS = 60_000;
+
 export {
   createVerificationClient,
   type VerificationClient,
@@ -51,16 +54,18 @@ export async function startVerifier(
     return encoder;
   };
   await replyEncoder(v.repliesTopic);
-  const known = new Map<string, boolean>();
-  const topicExists = async (topic: string) => {
+  // Read again after a while, so that a topic created or given more partitions since is seen.
+  const known = new Map<string, { partitions: number; at: number }>();
+  const partitionCount = async (topic: string) => {
     const cached = known.get(topic);
-    if (cached !== undefined) return cached;
-    const exists = await admin.topicOffsets(topic).then(
-      (o) => o.length > 0,
-      () => false,
+    if (cached !== undefined && performance.now() - cached.at < PARTITION_COUNT_TTL_MS)
+      return cached.partitions;
+    const partitions = await admin.topicOffsets(topic).then(
+      (o) => o.length,
+      () => 0,
     );
-    known.set(topic, exists);
-    return exists;
+    known.set(topic, { partitions, at: performance.now() });
+    return partitions;
   };
   const api = createApiClient({
     baseUrl: config.api.baseUrl,
@@ -76,7 +81,7 @@ export async function startVerifier(
     api,
     registry,
     replyEncoder,
-    topicExists,
+    partitionCount,
     metrics,
     logger: log,
     kafka,

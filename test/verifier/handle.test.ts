@@ -39,7 +39,7 @@ async function handledAt(level: string) {
     api: { verify: async () => ({ partyNameMatch: 'MTCH' }) },
     registry: {} as never,
     replyEncoder: async () => Promise.reject(new Error('a JSON request gets a JSON reply')),
-    topicExists: async () => true,
+    partitionCount: async () => 3,
     metrics: createVerifierMetrics(new Registry()),
     logger: createLogger({ level, destination: out.stream }),
   });

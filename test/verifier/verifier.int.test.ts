@@ -165,6 +165,42 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(verifier.stderr()).toContain('kafka_replyTopic refused');
   });
 
+  it('replies by key, with a warning, when kafka_replyPartition names a partition the reply topic does not have', async () => {
+    const { h, producer, replies, verifier } = await runningVerifier();
+    const partitionHeader = (n: number) => {
+      const b = Buffer.alloc(4);
+      b.writeInt32BE(n);
+      return b;
+    };
+    const holder = h.sandbox.holderName(IBAN);
+    // The harness's reply topics have 3 partitions: 3 is one too many, -1 is no partition at all.
+    await producer.send(
+      [3, -1, 1].map((n) => ({
+        topic: h.config.verifier.requestsTopic,
+        key: `partition-${n}`,
+        value: Buffer.from(
+          JSON.stringify({
+            requestId: `partition-${n}`,
+            iban: IBAN,
+            partyName: holder,
+            requestedAt: Date.now(),
+          }),
+        ),
+        headers: { 'content-type': 'application/json', kafka_replyPartition: partitionHeader(n) },
+      })),
+    );
+    const got = await replies.until((r) => r.length >= 3);
+    const byKey = new Map(got.map((r) => [r.key?.toString(), r]));
+    expect([...byKey.keys()].sort()).toEqual(['partition--1', 'partition-1', 'partition-3']);
+    expect(byKey.get('partition-1')?.partition).toBe(1);
+    for (const key of ['partition-3', 'partition--1']) {
+      expect(JSON.parse(byKey.get(key)?.value?.toString() ?? '')).toMatchObject({ nameMatch: 'MTCH' });
+    }
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+    expect(verifier.stderr()).toContain('kafka_replyPartition out of range');
+  });
+
   it('sends an unreadable value to the DLQ unchanged and answers INVALID_REQUEST in the declared format', async () => {
     const h = await verifierHarness();
     const producer = await h.kafka.producer();

@@ -35,7 +35,7 @@ async function startedVerifier() {
     api: { verify: async () => Promise.reject(new Error('not used')) },
     registry: {} as never,
     replyEncoder: async () => Promise.reject(new Error('not used')),
-    topicExists: async () => true,
+    partitionCount: async () => 3,
     metrics: createVerifierMetrics(new Registry()),
     logger: silentLogger(),
   });
