@@ -14,6 +14,7 @@ import {
   recordDecoderModulePath,
   recordModulePath,
   requestModulePath,
+  requestQueueModulePath,
 } from '../../src/kafka/kafkajs.ts';
 
 const require = createRequire(import.meta.url);
@@ -457,5 +458,79 @@ describe('kafkajs large requests copied once less', () => {
     expect(ours.length).toBeGreaterThan(4 * 1024 * 1024);
     expect(ours.readInt32BE(0)).toBe(ours.length - 4);
     expect(ours.equals(theirs)).toBe(true);
+  });
+});
+
+interface Queue {
+  throttleCheckTimeoutId: NodeJS.Timeout | null;
+  throttledUntil: number;
+  pending: unknown[];
+  push(request: { entry: { correlationId: number }; expectResponse: boolean; sendRequest(): void }): void;
+  fulfillRequest(response: { correlationId: number; payload: Buffer; size: number }): void;
+  maybeThrottle(ms: number): void;
+  destroy(): void;
+}
+type QueueClass = new (options: object) => Queue;
+
+describe('kafkajs request queue without a timer loop', () => {
+  const RequestQueue = require(requestQueueModulePath) as QueueClass;
+  const quiet = { debug() {}, warn() {}, info() {}, error() {} };
+  const newQueue = () =>
+    new RequestQueue({
+      maxInFlightRequests: 1,
+      requestTimeout: 30_000,
+      enforceRequestTimeout: false,
+      clientId: 'fraudlink',
+      broker: 'localhost:9092',
+      logger: quiet,
+    });
+  /** Pushes a request; `sent` resolves when the queue writes it to the socket. */
+  const push = (queue: Queue, correlationId: number) => {
+    let markSent!: () => void;
+    const sent = new Promise<void>((resolve) => {
+      markSent = resolve;
+    });
+    const entry = { correlationId, resolve() {}, reject() {} };
+    queue.push({ entry, expectResponse: true, sendRequest: markSent });
+    return sent;
+  };
+  const respond = (queue: Queue, correlationId: number) =>
+    queue.fulfillRequest({ correlationId, payload: Buffer.alloc(0), size: 0 });
+
+  it('leaves no check scheduled after a response when nothing is pending (kafkajs polled every 1 ms)', async () => {
+    const queue = newQueue();
+    await push(queue, 1);
+    respond(queue, 1);
+    expect(queue.throttleCheckTimeoutId).toBeNull();
+
+    const unfixed = newQueue();
+    (originals.scheduleCheckPendingRequests as () => void).call(unfixed);
+    expect(unfixed.throttleCheckTimeoutId).not.toBeNull();
+    unfixed.destroy();
+  });
+
+  it('sends a request that waits for the in-flight slot when the response frees it', async () => {
+    const queue = newQueue();
+    await push(queue, 1);
+    let secondSent = false;
+    const second = push(queue, 2).then(() => {
+      secondSent = true;
+    });
+    expect(queue.pending).toHaveLength(1);
+    respond(queue, 1);
+    await second;
+    expect(secondSent).toBe(true);
+    respond(queue, 2);
+    expect(queue.throttleCheckTimeoutId).toBeNull();
+  });
+
+  it('sends a request held by client-side throttling once the throttle ends, not before', async () => {
+    const queue = newQueue();
+    queue.maybeThrottle(30);
+    const until = queue.throttledUntil;
+    await push(queue, 1);
+    expect(Date.now()).toBeGreaterThanOrEqual(until);
+    respond(queue, 1);
+    expect(queue.throttleCheckTimeoutId).toBeNull();
   });
 });
