@@ -6,7 +6,7 @@ import { createGroupConsumer } from './consumer.ts';
 import { cacheCoordinatorLookups } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';
 import kafkajs from './kafkajs.ts';
-import { pinoLogCreator, routeKafkajsWarnings } from './logging.ts';
+import { pinoLogCreator } from './logging.ts';
 import { createProducer, createTransactionalProducer } from './producer.ts';
 import { readTopic } from './read-topic.ts';
 import { noDelaySocketFactory } from './socket.ts';
@@ -30,7 +30,6 @@ function saslOf(config: KafkaConfig): SASLOptions | undefined {
 
 export function createKafkaClient({ config, logger, retry }: KafkaClientOptions): KafkaClient {
   const log = logger.child({ component: 'kafkajs' });
-  routeKafkajsWarnings(log);
   cacheCoordinatorLookups();
   const options: KafkajsConfig = {
     clientId: config.clientId,

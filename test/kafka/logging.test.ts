@@ -1,14 +1,10 @@
-import { createRequire } from 'node:module';
 import kafkajs from 'kafkajs';
-import { afterEach, describe, expect, it } from 'vitest';
-import { pinoLogCreator, routeKafkajsWarnings } from '../../src/kafka/logging.ts';
+import { describe, expect, it } from 'vitest';
+import { pinoLogCreator } from '../../src/kafka/logging.ts';
 import { createLogger } from '../../src/logger.ts';
 import { logCapture } from '../helpers/log.ts';
 
 const { logLevel } = kafkajs;
-const RequestQueue = createRequire(import.meta.url)('kafkajs/src/network/requestQueue/index.js') as new (
-  options: object,
-) => { scheduleCheckPendingRequests(): void; throttleCheckTimeoutId: NodeJS.Timeout };
 
 function capture() {
   const out = logCapture();
@@ -52,35 +48,5 @@ describe('kafkajs logs in pino', () => {
       },
     });
     expect(out.lines.map((l) => l.level)).toEqual(['debug']);
-  });
-});
-
-describe('TimeoutNegativeWarning from kafkajs timers', () => {
-  const before = process.listeners('warning');
-  afterEach(() => {
-    process.removeAllListeners('warning');
-    for (const listener of before) process.on('warning', listener);
-  });
-
-  it('is logged at debug when kafkajs set the timer, while the earlier listeners still get every other warning', async () => {
-    const printed: string[] = [];
-    process.removeAllListeners('warning');
-    process.on('warning', (w) => printed.push(w.name));
-    const out = capture();
-    routeKafkajsWarnings(out.logger);
-
-    // kafkajs's own request queue, as every broker connection creates one, not a simulation.
-    const queue = new RequestQueue({});
-    const logged = out.next();
-    queue.scheduleCheckPendingRequests();
-    clearTimeout(queue.throttleCheckTimeoutId);
-    await logged;
-    expect(out.lines).toMatchObject([{ level: 'debug', warning: expect.stringMatching(/negative/) }]);
-
-    const other = new Promise<void>((resolve) => process.once('warning', () => resolve()));
-    process.emitWarning('something else', 'ExperimentalWarning');
-    await other;
-    expect(printed).toEqual(['ExperimentalWarning']);
-    expect(out.lines).toHaveLength(1);
   });
 });
