@@ -115,12 +115,15 @@ export interface ReplyRoute {
   refusedTopic?: string;
 }
 
-/** Where the reply goes: `kafka_replyTopic` when the allow-list accepts it, else the default topic. */
+/**
+ * Where the reply goes: `kafka_replyTopic` when the allow-list accepts it or it is the default topic,
+ * else the default topic.
+ */
 export function replyRouteOf(headers: Headers, defaultTopic: string, allowed: RegExp): ReplyRoute {
   const route: ReplyRoute = { topic: defaultTopic };
   const asked = headers.kafka_replyTopic?.toString('utf8');
   if (asked !== undefined && asked !== '') {
-    if (allowed.test(asked)) route.topic = asked;
+    if (asked === defaultTopic || allowed.test(asked)) route.topic = asked;
     else route.refusedTopic = asked;
   }
   const partition = headers.kafka_replyPartition;

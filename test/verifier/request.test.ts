@@ -96,6 +96,18 @@ describe('request headers', () => {
     });
   });
 
+  it('takes the default reply topic and its partition even when the allow-list does not name it', () => {
+    const partition = Buffer.alloc(4);
+    partition.writeInt32BE(1);
+    expect(
+      replyRouteOf(
+        { kafka_replyTopic: Buffer.from('vop.verification.replies.v1'), kafka_replyPartition: partition },
+        'vop.verification.replies.v1',
+        /^team\./,
+      ),
+    ).toEqual({ topic: 'vop.verification.replies.v1', partition: 1 });
+  });
+
   it('echoes a binary correlation id byte for byte, defaulting to the request id', () => {
     const uuidBytes = Buffer.from('0f1e2d3c4b5a69788796a5b4c3d2e1f0', 'hex');
     expect(correlationIdOf({ kafka_correlationId: uuidBytes }, 'r-1')).toBe(uuidBytes);
