@@ -71,12 +71,20 @@ describe('request headers', () => {
     expect(deadlineOf({}, 1000, 5000)).toBe(6000);
   });
 
+  /** A `kafka_replyPartition` header as Spring writes it: a 4-byte big-endian int. */
+  const partitionHeader = (n: number) => {
+    const header = Buffer.alloc(4);
+    header.writeInt32BE(n);
+    return header;
+  };
+
   it('routes to an allowed kafka_replyTopic and partition', () => {
-    const partition = Buffer.alloc(4);
-    partition.writeInt32BE(2);
     expect(
       replyRouteOf(
-        { kafka_replyTopic: Buffer.from('vop.verification.replies.team-a'), kafka_replyPartition: partition },
+        {
+          kafka_replyTopic: Buffer.from('vop.verification.replies.team-a'),
+          kafka_replyPartition: partitionHeader(2),
+        },
         'vop.verification.replies.v1',
         allow,
       ),
@@ -97,11 +105,12 @@ describe('request headers', () => {
   });
 
   it('takes the default reply topic and its partition even when the allow-list does not name it', () => {
-    const partition = Buffer.alloc(4);
-    partition.writeInt32BE(1);
     expect(
       replyRouteOf(
-        { kafka_replyTopic: Buffer.from('vop.verification.replies.v1'), kafka_replyPartition: partition },
+        {
+          kafka_replyTopic: Buffer.from('vop.verification.replies.v1'),
+          kafka_replyPartition: partitionHeader(1),
+        },
         'vop.verification.replies.v1',
         /^team\./,
       ),
