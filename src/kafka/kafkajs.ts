@@ -59,15 +59,15 @@ import type * as Kafkajs from 'kafkajs';
  *
  * 9. Records decoded with numbers on the fetch path (see `installNumericRecordDecoding`).
  *
- * 10. No 1 ms timer loop on every connection (kafkajs issues #1556 and #1704, unmerged PR #1667). After
- * every response a connection's RequestQueue schedules `checkPendingRequests`, pending requests or
- * not, with a delay of `throttledUntil - Date.now()`: about minus the current epoch when not
- * throttled, which Node runs as 1 ms; that check schedules the next one, and so on for the life of
- * the connection. Measured on an idle client with two connections: ~1,800 checks and ~35 ms of CPU
- * a second, against none and ~2–4 ms with the fix; an idle `fraudlink verifier`, 41–42 against
- * 12–13 ms a second. The replacement keeps a check scheduled only
- * while a request is pending: at the end of the client-side throttle, or after the original's 10 ms
- * when the request waits for a free in-flight slot (a response checks the queue at once anyway).
+ * 10. No 1 ms timer loop on every connection (kafkajs issues #1556 and #1704, unmerged PR #1667).
+ * After every response a connection's RequestQueue schedules `checkPendingRequests`, pending
+ * requests or not, with a delay of `throttledUntil - Date.now()`: about minus the current epoch
+ * when not throttled, which Node runs as 1 ms; that check schedules the next one, and so on for the
+ * life of the connection. Measured on an idle client with two connections: ~1,800 checks and ~35 ms
+ * of CPU a second, against none and ~2–4 ms with the fix; an idle `fraudlink verifier`, 41–42
+ * against 12–13 ms a second. The replacement keeps a check scheduled only while a request is
+ * pending: at the end of the client-side throttle, or after the original's 10 ms when the request
+ * waits for a free in-flight slot (a response checks the queue at once anyway).
  *
  * Measured on the connector (HeapProfiler sampling, 14 s of a 1,000,000-row run): 5, 6 and 7 took
  * the main thread's allocations from 5.4 to 1.5 GB (~390 to ~110 MB/s). Before, V8 answered with a

@@ -58,8 +58,8 @@ export async function startVerifier(
   const known = new Map<string, { partitions: number; at: number }>();
   const partitionCount = async (topic: string) => {
     const cached = known.get(topic);
-    if (cached !== undefined && performance.now() - cached.at < PARTITION_COUNT_TTL_MS)
-      return cached.partitions;
+    const fresh = cached !== undefined && performance.now() - cached.at < PARTITION_COUNT_TTL_MS;
+    if (fresh) return cached.partitions;
     const partitions = await admin.topicOffsets(topic).then(
       (o) => o.length,
       () => 0,
