@@ -170,8 +170,8 @@ export async function runBare<T>(script: string, env: Record<string, string>): P
     env: {
       PATH: process.env.PATH ?? '',
       ...env,
-      // Stock kafkajs on Node 24 prints a TimeoutNegativeWarning per throttled request (src/kafka
-      // routes it to a debug log); not a figure of any benchmark.
+      // Stock kafkajs on Node 24 prints a TimeoutNegativeWarning (its 1 ms timer loop, which
+      // fraudlink's kafkajs fix 10 removes); not a figure of any benchmark.
       NODE_NO_WARNINGS: '1',
     },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -23,8 +23,6 @@ const OUTSTANDING_FACTOR = 4;
 /** The latency phase: this many requests a second, for this many seconds. */
 const OPEN_RATE = 200;
 const OPEN_SECONDS = 10;
-/** Rounds of all four measured loops (BENCH_ROUNDS). */
-const ROUNDS = countEnv('BENCH_ROUNDS', 3);
 const IBAN = 'DE89370400440532013000';
 
 type Loop = Awaited<ReturnType<typeof closedLoop>>;
@@ -66,6 +64,8 @@ async function openLoop(call: () => Promise<unknown>, perSecond: number, seconds
 }
 
 export async function run(): Promise<void> {
+  /** Rounds of all four measured loops (BENCH_ROUNDS), read when the bench runs, as replay's. */
+  const roundCount = countEnv('BENCH_ROUNDS', 3);
   const stack = await benchStack();
   // The sandbox in a process of its own, like the service it stands for: in this process its
   // answers would wait behind the requester's Kafka work, which the direct calls do not have.
@@ -169,7 +169,7 @@ export async function run(): Promise<void> {
   const add = (sum: Record<string, number>, cpu: Record<string, number>) => {
     for (const [name, ms] of Object.entries(cpu)) sum[name] = (sum[name] ?? 0) + ms;
   };
-  for (let round = 1; round <= ROUNDS; round++) {
+  for (let round = 1; round <= roundCount; round++) {
     const directFull = await cpuDuring(pids, () => closedLoop(direct, N, CONCURRENCY));
     // Throughput at the same upstream concurrency: the verifier keeps VERIFY_CONCURRENCY calls in
     // flight to the service, as direct HTTP does; the requester keeps enough requests outstanding to
@@ -195,7 +195,7 @@ export async function run(): Promise<void> {
   const med = (pick: (r: (typeof rounds)[number]) => number) => median(rounds.map(pick));
   const ratio = med((r) => r.k.rate / r.d.rate);
   console.log(
-    `upstream delay ${DELAY_MS} ms, ${CONCURRENCY} upstream calls in flight (direct concurrency = VERIFY_CONCURRENCY), ${fmt(N)} verifications each, medians of ${ROUNDS} rounds`,
+    `upstream delay ${DELAY_MS} ms, ${CONCURRENCY} upstream calls in flight (direct concurrency = VERIFY_CONCURRENCY), ${fmt(N)} verifications each, medians of ${roundCount} rounds`,
   );
   console.log(
     `direct HTTP:   ${fmt(med((r) => r.d.rate))}/s  p50 ${med((r) => r.d.p50).toFixed(1)} ms  p99 ${med((r) => r.d.p99).toFixed(1)} ms`,
@@ -206,7 +206,7 @@ export async function run(): Promise<void> {
   console.log(`ratio Kafka / direct: ${ratio.toFixed(2)} (target >= 0.90)`);
   // CPU per verification bounds the rate on this machine: 2 cores give at most 2,000 ms of CPU a second.
   const perVerification = (cpu: Record<string, number>) => {
-    const verifications = N * ROUNDS;
+    const verifications = N * roundCount;
     const total = Object.values(cpu).reduce((a, b) => a + b, 0) / verifications;
     const parts = Object.entries(cpu)
       .map(([name, ms]) => `${name} ${(ms / verifications).toFixed(2)}`)
@@ -230,7 +230,7 @@ export async function run(): Promise<void> {
   );
   console.log(
     `  CPU meanwhile, ms per second: ${Object.entries(openCpu)
-      .map(([name, ms]) => `${name} ${(ms / (OPEN_SECONDS * ROUNDS)).toFixed(0)}`)
+      .map(([name, ms]) => `${name} ${(ms / (OPEN_SECONDS * roundCount)).toFixed(0)}`)
       .join(', ')} (${availableParallelism()} cores = ${availableParallelism() * 1000})`,
   );
   await client.close();
