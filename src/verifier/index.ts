@@ -54,13 +54,14 @@ export async function startVerifier(
     return encoder;
   };
   await replyEncoder(v.repliesTopic);
-  // Read again after a while, so that a topic created or given more partitions since is seen.
-  const known = new Map<string, { partitions: number; at: number }>();
-  const partitionCount = async (topic: string) => {
+  // Read again after a while, so that a topic created or given more partitions since is seen. The
+  // lookup itself is cached, so requests in flight together share one admin call.
+  const known = new Map<string, { partitions: Promise<number>; at: number }>();
+  const partitionCount = (topic: string) => {
     const cached = known.get(topic);
     const fresh = cached !== undefined && performance.now() - cached.at < PARTITION_COUNT_TTL_MS;
     if (fresh) return cached.partitions;
-    const partitions = await admin.topicOffsets(topic).then(
+    const partitions = admin.topicOffsets(topic).then(
       (o) => o.length,
       () => 0,
     );
