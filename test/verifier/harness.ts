@@ -74,3 +74,10 @@ export async function verifierHarness(sandboxOptions: SandboxOptions = {}) {
 }
 
 export const header = (r: IncomingRecord, name: string) => r.headers[name]?.toString();
+
+/** A `kafka_replyPartition` header as Spring's template writes it: a 4-byte big-endian int. */
+export function replyPartitionHeader(partition: number): Buffer {
+  const header = Buffer.alloc(4);
+  header.writeInt32BE(partition);
+  return header;
+}

@@ -8,6 +8,7 @@ import {
   replyRouteOf,
   validateRequest,
 } from '../../src/verifier/request.ts';
+import { replyPartitionHeader } from './harness.ts';
 
 const valid = {
   requestId: 'r-1',
@@ -71,19 +72,12 @@ describe('request headers', () => {
     expect(deadlineOf({}, 1000, 5000)).toBe(6000);
   });
 
-  /** A `kafka_replyPartition` header as Spring writes it: a 4-byte big-endian int. */
-  const partitionHeader = (n: number) => {
-    const header = Buffer.alloc(4);
-    header.writeInt32BE(n);
-    return header;
-  };
-
   it('routes to an allowed kafka_replyTopic and partition', () => {
     expect(
       replyRouteOf(
         {
           kafka_replyTopic: Buffer.from('vop.verification.replies.team-a'),
-          kafka_replyPartition: partitionHeader(2),
+          kafka_replyPartition: replyPartitionHeader(2),
         },
         'vop.verification.replies.v1',
         allow,
@@ -109,7 +103,7 @@ describe('request headers', () => {
       replyRouteOf(
         {
           kafka_replyTopic: Buffer.from('vop.verification.replies.v1'),
-          kafka_replyPartition: partitionHeader(1),
+          kafka_replyPartition: replyPartitionHeader(1),
         },
         'vop.verification.replies.v1',
         /^team\./,

@@ -4,7 +4,7 @@ import type { Producer } from '../../src/kafka/index.ts';
 import type { SandboxOptions } from '../../src/sandbox/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { collect } from '../helpers/kafka.ts';
-import { header, verifierHarness } from './harness.ts';
+import { header, replyPartitionHeader, verifierHarness } from './harness.ts';
 
 const IBAN = 'DE89370400440532013000';
 const ready = (l: Record<string, unknown>) => l.msg === 'verifier started';
@@ -122,8 +122,6 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     const verifier = h.start();
     await verifier.logLine(ready);
     const springId = Buffer.from('00112233445566778899aabbccddeeff', 'hex');
-    const partition = Buffer.alloc(4);
-    partition.writeInt32BE(2);
     const holder = h.sandbox.holderName(IBAN);
     await producer.send([
       {
@@ -136,7 +134,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
           'content-type': 'application/json',
           kafka_correlationId: springId,
           kafka_replyTopic: h.customReplyTopic,
-          kafka_replyPartition: partition,
+          kafka_replyPartition: replyPartitionHeader(2),
         },
       },
       {
@@ -167,11 +165,6 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
 
   it('replies by key, with a warning, when kafka_replyPartition names a partition the reply topic does not have', async () => {
     const { h, producer, replies, verifier } = await runningVerifier();
-    const partitionHeader = (n: number) => {
-      const b = Buffer.alloc(4);
-      b.writeInt32BE(n);
-      return b;
-    };
     const holder = h.sandbox.holderName(IBAN);
     // The harness's reply topics have 3 partitions: 3 is one too many, -1 is no partition at all.
     await producer.send(
@@ -186,7 +179,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
             requestedAt: Date.now(),
           }),
         ),
-        headers: { 'content-type': 'application/json', kafka_replyPartition: partitionHeader(n) },
+        headers: { 'content-type': 'application/json', kafka_replyPartition: replyPartitionHeader(n) },
       })),
     );
     const got = await replies.until((r) => r.length >= 3);
