@@ -23,6 +23,7 @@ export const ErrorCodes = {
   TIMEOUT: 'TIMEOUT',
   ABORTED: 'ABORTED',
   STACK: 'STACK',
+  OUTPUT_FAILED: 'OUTPUT_FAILED',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
@@ -244,6 +245,14 @@ export class AbortedError extends FraudlinkError {
 /** The local Kafka + registry stack could not be installed, started or stopped. */
 export class StackError extends FraudlinkError {
   readonly code = ErrorCodes.STACK;
+  constructor(message: string, options: FraudlinkErrorOptions = {}) {
+    super(message, { retriable: false, cause: options.cause });
+  }
+}
+
+/** A command could not write its output (a file it cannot create, a full disk). */
+export class OutputError extends FraudlinkError {
+  readonly code = ErrorCodes.OUTPUT_FAILED;
   constructor(message: string, options: FraudlinkErrorOptions = {}) {
     super(message, { retriable: false, cause: options.cause });
   }

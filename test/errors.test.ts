@@ -13,6 +13,7 @@ const {
   InvalidInputError,
   isRetriable,
   KafkaError,
+  OutputError,
   SchemaRegistryError,
   StackError,
   TimeoutError,
@@ -52,6 +53,7 @@ const samples: [errors.FraudlinkError, string, boolean][] = [
   [new TimeoutError('no reply'), 'TIMEOUT', true],
   [new AbortedError(), 'ABORTED', false],
   [new StackError('no java'), 'STACK', false],
+  [new OutputError('disk full'), 'OUTPUT_FAILED', false],
 ];
 
 describe('error model', () => {

@@ -129,4 +129,41 @@ describe('replay of the compacted alerts topic', () => {
     expect(await bad.exited).toBe(2);
     expect(bad.stderr()).toContain('KAFKA_BROKERS');
   });
+
+  it('ends quietly, exit 0, when its reader goes away (`| head`), and names an --out it cannot write', async () => {
+    const h = await connectorHarness({ alerts: 30 });
+    const connector = h.start();
+    await h.converged();
+    connector.child.kill('SIGTERM');
+    await connector.exited;
+    const env = { ...h.env, LOG_LEVEL: 'warn' };
+    const active = expectedTable(h.sandbox.currentRows()).size;
+
+    const follow = runCli(['replay', '--follow'], env);
+    // The reader takes the whole snapshot, then goes away.
+    await new Promise<void>((resolve) => {
+      const onData = () => {
+        if (follow.stdout().split('\n').length > active) {
+          follow.child.stdout?.off('data', onData);
+          resolve();
+        }
+      };
+      follow.child.stdout?.on('data', onData);
+      onData();
+    });
+    follow.child.stdout?.destroy();
+    // The next changes find the pipe closed: replay stops following instead of crashing on EPIPE.
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    const ibans = [...expectedTable(h.sandbox.currentRows()).keys()];
+    await producer.send(ibans.map((iban) => ({ topic: h.env.ALERTS_TOPIC, key: iban, value: null })));
+    expect(await follow.exited).toBe(0);
+    expect(follow.stderr()).not.toMatch(/EPIPE|Error/);
+
+    const unwritable = runCli(['replay', '--out', '/nonexistent-dir/alerts.jsonl'], env);
+    expect(await unwritable.exited).toBe(2);
+    expect(unwritable.stderr()).toMatch(
+      /USAGE: --out \/nonexistent-dir\/alerts\.jsonl cannot be written: ENOENT/,
+    );
+  });
 });

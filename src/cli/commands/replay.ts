@@ -1,7 +1,8 @@
 import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, type WriteStream } from 'node:fs';
 import type { Command } from 'commander';
 import { loadReplayConfig } from '../../config/index.ts';
+import { AbortedError, OutputError, UsageError } from '../../errors.ts';
 import { createLogger } from '../../logger.ts';
 import type { AlertState } from '../../replay/index.ts';
 import type { CliContext } from '../context.ts';
@@ -17,6 +18,17 @@ function summaryOf(
   for (const a of alerts.values())
     byQualification[a.qualification] = (byQualification[a.qualification] ?? 0) + 1;
   return { active: alerts.size, deactivatedEvents: deactivated, events, skipped, byQualification };
+}
+
+/** Opens --out before anything is read, so that a path that cannot be written is a usage error. */
+async function openOut(path: string): Promise<WriteStream> {
+  const stream = createWriteStream(path);
+  try {
+    await once(stream, 'open');
+  } catch (err) {
+    throw new UsageError(`--out ${path} cannot be written: ${(err as Error).message}`, { cause: err });
+  }
+  return stream;
 }
 
 export function registerReplayCommand(program: Command, ctx: CliContext): void {
@@ -42,9 +54,25 @@ export function registerReplayCommand(program: Command, ctx: CliContext): void {
           import('../../replay/index.ts'),
           import('cli-progress'),
         ]);
-        const out = opts.out ? createWriteStream(opts.out) : ctx.stdout;
+        const out: NodeJS.WritableStream = opts.out ? await openOut(opts.out) : ctx.stdout;
+        const controller = new AbortController();
+        // A reader that goes away (`| head`) ends replay quietly, as it ends `fraudlink api`; any
+        // other write failure (a full disk) ends it with an OutputError. Either way --follow stops.
+        let outputClosed = false;
+        let outputFailure: OutputError | undefined;
+        const onOutputError = (err: NodeJS.ErrnoException) => {
+          if (err.code === 'EPIPE') outputClosed = true;
+          else
+            outputFailure ??= new OutputError(`writing to ${opts.out ?? 'stdout'} failed: ${err.message}`, {
+              cause: err,
+            });
+          controller.abort();
+        };
+        out.on('error', onOutputError);
         const write = async (line: string) => {
-          if (!out.write(`${line}\n`)) await once(out, 'drain');
+          if (outputClosed || outputFailure) return;
+          // An error instead of 'drain' rejects once(): onOutputError has recorded it.
+          if (!out.write(`${line}\n`)) await once(out, 'drain').catch(() => {});
         };
         const bar = ctx.stderr.isTTY
           ? new cliProgress.SingleBar(
@@ -58,10 +86,9 @@ export function registerReplayCommand(program: Command, ctx: CliContext): void {
           : undefined;
         const started = Date.now();
         let barStarted = false;
-        const controller = new AbortController();
         if (opts.follow) void untilSignal().then(() => controller.abort());
         let pending: Promise<void> = Promise.resolve();
-        const result = await replayAlerts(
+        const replaying = replayAlerts(
           { kafka: config.kafka, registry: config.registry, alertsTopic: config.alertsTopic },
           {
             logger,
@@ -93,10 +120,16 @@ export function registerReplayCommand(program: Command, ctx: CliContext): void {
             },
           },
         );
+        const result = await replaying.catch((err: unknown) => {
+          // Aborted because the output broke: that, not the abort, is what happened.
+          if (err instanceof AbortedError && (outputClosed || outputFailure)) return undefined;
+          throw err;
+        });
         bar?.stop();
         await pending;
-        if (out !== ctx.stdout)
-          await new Promise<void>((resolve) => (out as NodeJS.WritableStream).end(resolve));
+        if (out !== ctx.stdout) await new Promise<void>((resolve) => out.end(() => resolve()));
+        if (outputFailure) throw outputFailure;
+        if (!result) return;
         logger.info(
           {
             active: result.alerts.size,
