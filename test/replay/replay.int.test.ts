@@ -15,6 +15,16 @@ function expectedTable(rows: readonly object[]) {
   return table;
 }
 
+/** A connector run over `alerts` sandbox alerts, stopped once the topic holds them all. */
+async function publishedAlerts(alerts: number) {
+  const h = await connectorHarness({ alerts });
+  const connector = h.start();
+  await h.converged();
+  connector.child.kill('SIGTERM');
+  await connector.exited;
+  return { h, env: { ...h.env, LOG_LEVEL: 'warn' } };
+}
+
 describe('replay of the compacted alerts topic', () => {
   it('rebuilds the sandbox state after a connector run, deactivations and tombstones included, and follows new changes', async () => {
     const h = await connectorHarness({ alerts: 150 });
@@ -77,12 +87,7 @@ describe('replay of the compacted alerts topic', () => {
   });
 
   it('writes JSON Lines or a summary when piped, and stops on an undecodable record unless told to skip it', async () => {
-    const h = await connectorHarness({ alerts: 60 });
-    const connector = h.start();
-    await h.converged();
-    connector.child.kill('SIGTERM');
-    await connector.exited;
-    const env = { ...h.env, LOG_LEVEL: 'warn' };
+    const { h, env } = await publishedAlerts(60);
 
     const lines = runCli(['replay'], env);
     expect(await lines.exited).toBe(0);
@@ -131,12 +136,7 @@ describe('replay of the compacted alerts topic', () => {
   });
 
   it('ends quietly, exit 0, when its reader goes away (`| head`), and names an --out it cannot write', async () => {
-    const h = await connectorHarness({ alerts: 30 });
-    const connector = h.start();
-    await h.converged();
-    connector.child.kill('SIGTERM');
-    await connector.exited;
-    const env = { ...h.env, LOG_LEVEL: 'warn' };
+    const { h, env } = await publishedAlerts(30);
     const active = expectedTable(h.sandbox.currentRows()).size;
 
     const follow = runCli(['replay', '--follow'], env);
