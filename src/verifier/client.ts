@@ -114,7 +114,13 @@ export async function createVerificationClient(
   // Correlation ids of this instance share a prefix, so replies to other clients are not counted as late.
   const clientTag = `${randomUUID().slice(0, 8)}-`;
   await consumer.start();
-  const producer: Producer = await kafka.producer();
+  let producer: Producer;
+  try {
+    producer = await kafka.producer();
+  } catch (err) {
+    await consumer.close().catch(() => {});
+    throw err;
+  }
 
   // The idempotent producer has one request in flight at a time: requests made while a send is under
   // way go together in the next one, so concurrency turns into batches instead of a queue.
@@ -168,6 +174,10 @@ export async function createVerificationClient(
         }, timeoutMs);
         pending.set(correlation, { resolve, reject, timer });
       });
+      // The timeout or close() may reject it while the send below is still under way, before anyone
+      // awaits it: the caller gets that rejection from the promise returned below, so it must not
+      // also surface as an unhandled rejection (which ends the caller's process).
+      reply.catch(() => {});
       try {
         await sendGrouped({
           topic: requestsTopic,

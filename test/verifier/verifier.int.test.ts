@@ -299,6 +299,11 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(burst.every((r) => r.nameMatch === 'MTCH')).toBe(true);
     expect(client.stats.pending).toBe(0);
     expect(client.stats.late).toBe(1);
+    // close() while a send is under way rejects that verify() and nothing else: the rejection
+    // reaches its caller, not the process as an unhandled rejection (vitest fails the run on one).
+    const closing = client.verify({ iban: IBAN, partyName: holder }, { timeoutMs: 10_000 });
+    await client.close();
+    await expect(closing).rejects.toThrow(/closed/);
     verifier.child.kill('SIGTERM');
     expect(await verifier.exited).toBe(0);
   });
