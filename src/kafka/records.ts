@@ -29,7 +29,8 @@ function copyHeaders(headers: IHeaders): Record<string, Buffer | undefined> {
     const value = headers[name];
     // A repeated header name arrives as an array: the last value wins, as in most Kafka clients.
     const last = Array.isArray(value) ? value[value.length - 1] : value;
-    out[name] = last === undefined ? undefined : Buffer.isBuffer(last) ? last : Buffer.from(last);
+    // A header without a value (Kafka allows it; kafkajs decodes it as null) reads as absent.
+    out[name] = last == null ? undefined : Buffer.isBuffer(last) ? last : Buffer.from(last);
   }
   return out;
 }

@@ -36,6 +36,15 @@ describe('records between our types and kafkajs', () => {
     expect(record.headers).toEqual({ a: Buffer.from('2'), b: Buffer.from('text'), c: undefined });
   });
 
+  it('reads a header without a value (kafkajs decodes a length of -1 as null) as absent instead of throwing', () => {
+    const record = toIncoming(
+      't',
+      0,
+      message({ a: null, b: [Buffer.from('1'), null], c: Buffer.from('x') } as never),
+    );
+    expect(record.headers).toEqual({ a: undefined, b: undefined, c: Buffer.from('x') });
+  });
+
   it('groups outgoing records by topic, keeping their order within each topic', () => {
     const grouped = toTopicMessages([
       { topic: 'a', key: '1', value: null },
