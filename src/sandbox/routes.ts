@@ -47,9 +47,22 @@ export function exportFeed(
   return { status: 200, body: `{"rows":[${rows}],"nextCursor":${next}}` };
 }
 
-/** GET /sharing/v1/alerts/{alertId}: the full alert, or 404. */
-export function getAlert(world: World, id: string): Reply {
-  const index = alertIndexOf(id, world.alerts.length);
+/** A path segment's text, or undefined when its percent-encoding is broken (`%E0%A4%A`). */
+function decodeSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * GET /sharing/v1/alerts/{alertId}: the full alert, or 404. `segment` is the id as it stands in
+ * the path; one that does not decode names no alert, so it gets the same 404 as an unknown id.
+ */
+export function getAlert(world: World, segment: string): Reply {
+  const id = decodeSegment(segment);
+  const index = id === undefined ? undefined : alertIndexOf(id, world.alerts.length);
   if (index === undefined) return problem(404, 'ALERT_NOT_FOUND', 'no alert with this id');
   return json(200, fullAlertOf(world, index));
 }

@@ -78,7 +78,7 @@ async function api(
     return search(world, tenant, await readJson(req), false);
   if (method === 'POST' && path === '/vop/v1/verify') return verify(await readJson(req));
   const one = ONE_ALERT.exec(path);
-  if (method === 'GET' && one) return getAlert(world, decodeURIComponent(one[1] ?? ''));
+  if (method === 'GET' && one) return getAlert(world, one[1] ?? '');
   return problem(404, 'NOT_FOUND', `no route ${method} ${path}`);
 }
 

@@ -152,4 +152,14 @@ describe('one alert', () => {
       });
     }
   });
+
+  it('answers 404 ALERT_NOT_FOUND, not 500, for an id that is not valid percent-encoding', async () => {
+    for (const id of ['%E0%A4%A', '%', 'ALR-%ZZ']) {
+      const answer = await call(sandbox.url, `/sharing/v1/alerts/${id}`, { key: A });
+      expect(answer).toMatchObject({
+        status: 404,
+        body: { code: 'ALERT_NOT_FOUND', message: expect.any(String) },
+      });
+    }
+  });
 });
