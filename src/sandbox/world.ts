@@ -44,6 +44,8 @@ export class World {
   readonly alerts: AlertTable;
   readonly feed: Feed;
   readonly #malformed: string[] = [];
+  /** Malformed rows made so far of each kind: a kind's own values (bad counts) come in turn by it. */
+  readonly #madeOfKind = new Map<MalformedKind, number>();
   readonly #tenants: Map<string, Institution>;
   readonly #rand: Rand;
   readonly #malformedRand: Rand;
@@ -179,7 +181,9 @@ export class World {
   #appendMalformed(index: number | undefined, at: number, kind?: MalformedKind): MalformedKind {
     const n = this.#malformed.length;
     const chosen = kind ?? (MALFORMED_KINDS[n % MALFORMED_KINDS.length] as MalformedKind);
-    const row = malformedRow(chosen, n, this.#malformedBase(index, n), at);
+    const turn = this.#madeOfKind.get(chosen) ?? 0;
+    this.#madeOfKind.set(chosen, turn + 1);
+    const row = malformedRow(chosen, turn, this.#malformedBase(index, n), at);
     this.#malformed.push(JSON.stringify(row));
     this.feed.append(-n - 1, at);
     return chosen;
@@ -209,9 +213,10 @@ export class World {
   }
 }
 
+/** Row number `turn` of its kind, breaking that kind's rule. */
 function malformedRow(
   kind: MalformedKind,
-  n: number,
+  turn: number,
   base: Record<string, unknown>,
   at: number,
 ): Record<string, unknown> {
@@ -226,6 +231,6 @@ function malformedRow(
   }
   if (kind === 'bad-updated-at') row.updatedAt = 'yesterday';
   if (kind === 'bad-is-active') row.isActive = 'yes';
-  if (kind === 'bad-reports-count') row.reportsCount = [-1, 3.5, 2 ** 31][n % 3];
+  if (kind === 'bad-reports-count') row.reportsCount = [-1, 3.5, 2 ** 31][turn % 3];
   return row;
 }

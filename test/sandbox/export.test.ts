@@ -1,5 +1,6 @@
 import { isValidIBAN } from 'ibantools';
 import { describe, expect, it } from 'vitest';
+import { MALFORMED_KINDS } from '../../src/sandbox/index.ts';
 import { call, epochOf, exportPage, exportPath, type Row, startSandbox, versionOf, walk } from './helpers.ts';
 
 const FIELDS = ['bic', 'iban', 'id', 'isActive', 'qualification', 'reportsCount', 'updatedAt'];
@@ -138,6 +139,21 @@ describe('export feed', () => {
     rows.forEach((r, k) => {
       expect(bad.includes(r)).toBe(k % 2 === 1);
     });
+  });
+
+  it('gives bad-reports-count rows -1, 3.5 and 2^31 in turn while cycling through the kinds', async () => {
+    const sandbox = await startSandbox({ alerts: 20 });
+    const badCounts = async () =>
+      (await walk(sandbox)).rows
+        .map((r) => r.reportsCount as number)
+        .filter((n) => !Number.isInteger(n) || n < 0 || n >= 2 ** 31);
+    // Three rounds of every kind from the malformed-rate fault, then three from the admin call.
+    sandbox.setFaults({ malformedRowRate: 1 });
+    sandbox.applyChanges(3 * MALFORMED_KINDS.length);
+    sandbox.setFaults({ malformedRowRate: 0 });
+    expect(await badCounts()).toEqual([-1, 3.5, 2 ** 31]);
+    for (let k = 0; k < 3 * MALFORMED_KINDS.length; k++) sandbox.injectMalformedRow();
+    expect(await badCounts()).toEqual([-1, 3.5, 2 ** 31, -1, 3.5, 2 ** 31]);
   });
 
   it('serves malformed rows injected on demand, each with its own feed entry', async () => {
