@@ -92,9 +92,12 @@ async function admin(deps: HandlerDeps, req: IncomingMessage, path: string, quer
       deps.faults.set(checkFaults(await readJson(req)));
       return json(200, deps.faults.current);
     case 'GET /__admin/requests': {
-      const limit = Number(query.get('limit') ?? Number.POSITIVE_INFINITY);
+      const text = query.get('limit');
+      if (text !== null && !/^\d+$/.test(text))
+        return problem(400, 'INVALID_QUERY', 'limit must be an integer of 0 or more');
       const entries = deps.log.entries();
-      return json(200, Number.isFinite(limit) ? entries.slice(-limit) : entries);
+      // Not slice(-limit): -0 is 0, which would answer the whole log for limit=0.
+      return json(200, text === null ? entries : entries.slice(Math.max(0, entries.length - Number(text))));
     }
     case 'DELETE /__admin/requests':
       deps.log.clear();

@@ -159,4 +159,20 @@ describe('admin endpoints', () => {
     expect((await call(sandbox.url, '/__admin/requests', { method: 'DELETE' })).status).toBe(200);
     expect(sandbox.requestLog()).toEqual([]);
   });
+
+  it('answers the last N requests for limit=N, none for limit=0, and 400 for a limit that is not an integer ≥ 0', async () => {
+    const sandbox = await startSandbox({ alerts: 5 });
+    for (let k = 0; k < 4; k++) await call(sandbox.url, `${EXPORT}?n=${k}`, { key: 'sandbox-key' });
+    const limited = async (limit: string) =>
+      (await call(sandbox.url, `/__admin/requests?limit=${limit}`)).body as { query: { n: string } }[];
+    expect((await limited('2')).map((r) => r.query.n)).toEqual(['2', '3']);
+    expect(await limited('0')).toEqual([]);
+    expect(await limited('9')).toHaveLength(4);
+    for (const limit of ['-2', 'abc', '1.5', '', '1e1']) {
+      expect(await call(sandbox.url, `/__admin/requests?limit=${limit}`)).toMatchObject({
+        status: 400,
+        body: { code: 'INVALID_QUERY', message: expect.any(String) },
+      });
+    }
+  });
 });
