@@ -108,6 +108,21 @@ export class CursorTracker {
     return r.exportStart === 'earliest' ? {} : { updatedAfter: r.exportStart };
   }
 
+  /**
+   * True for a row in the millisecond just below the mark: already committed, so not admitted again.
+   * Resuming with `updatedAfter = mark - 1 ms` serves such rows again when the upstream keeps
+   * sub-millisecond digits (`.001500` is after `.001`, and truncates to mark - 1). The feed is in
+   * non-decreasing `updatedAt` order, so each came before the row that set the mark and was committed
+   * with it or earlier. Sound because the mark only ever comes from rows already read: a first run,
+   * an `EXPORT_START` or a `reset` has none, so their first page is admitted whole. Rows further below
+   * the mark are never served again by that request; they can only arrive out of order, and are still
+   * published rather than dropped (a row out of order inside that one millisecond would be skipped).
+   */
+  #justBelowMark(position: number): boolean {
+    const mark = this.#record.highWaterMark;
+    return mark !== null && position === mark - 1;
+  }
+
   #moveMark(position: number | null): void {
     const mark = this.#record.highWaterMark;
     if (position === null || (mark !== null && position <= mark)) return;
@@ -118,6 +133,10 @@ export class CursorTracker {
 
   /** True when an event is new and must be published; false when it was already published at the mark. */
   admitEvent(updatedAt: number, eventId: string): boolean {
+    if (this.#justBelowMark(updatedAt)) {
+      this.#record.counters.deduplicated++;
+      return false;
+    }
     this.#moveMark(updatedAt);
     if (updatedAt === this.#record.highWaterMark) {
       if (this.#eventIds.has(eventId)) {
@@ -135,6 +154,10 @@ export class CursorTracker {
    * current mark, so it is remembered there.
    */
   admitRejected(updatedAt: number | null, fingerprint: string): boolean {
+    if (updatedAt !== null && this.#justBelowMark(updatedAt)) {
+      this.#record.counters.deduplicated++;
+      return false;
+    }
     this.#moveMark(updatedAt);
     const atMark = updatedAt === null || updatedAt === this.#record.highWaterMark;
     if (atMark) {

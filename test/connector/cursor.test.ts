@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { CursorTracker, parseCursorRecord, serializeCursorRecord } from '../../src/connector/cursor.ts';
 import { DecodeError } from '../../src/errors.ts';
+import { parseInstant } from '../../src/instant.ts';
+
+/** Microseconds since the epoch of `…ss.ffffffZ`, as an upstream that keeps them would compare. */
+function micros(iso: string): number {
+  const [, whole, fraction = ''] = /^(.*?)(?:\.(\d+))?Z$/.exec(iso) ?? [];
+  return Date.parse(`${whole}Z`) * 1000 + Number(fraction.padEnd(6, '0').slice(0, 6));
+}
 
 describe('CursorTracker', () => {
   it('starts from the beginning of the feed on a first run with EXPORT_START=earliest', () => {
@@ -56,6 +63,38 @@ describe('CursorTracker', () => {
     expect(tracker.admitEvent(2000, 'a')).toBe(false);
     expect(tracker.admitRejected(null, 'fp1')).toBe(false);
     expect(tracker.admitRejected(2000, 'fp2')).toBe(false);
+  });
+
+  it('does not publish again rows with sub-millisecond updatedAt served again just below the mark', () => {
+    const rows = [
+      { id: 'a1', updatedAt: '2026-01-01T00:00:00.001500Z' },
+      { id: 'bad', updatedAt: '2026-01-01T00:00:00.001700Z' },
+      { id: 'a2', updatedAt: '2026-01-01T00:00:00.002100Z' },
+    ];
+    /** One pass over a feed keeping microseconds: exclusive `updatedAfter`, compared at full precision. */
+    const pass = (tracker: CursorTracker): boolean[] => {
+      const after = tracker.nextRequest().updatedAfter;
+      const served = rows.filter((r) => after === undefined || micros(r.updatedAt) > micros(after));
+      const admitted = served.map((r) => {
+        const at = parseInstant(r.updatedAt) as number;
+        return r.id === 'bad' ? tracker.admitRejected(at, `fp-${r.id}`) : tracker.admitEvent(at, r.id);
+      });
+      tracker.pageDone(null);
+      return admitted;
+    };
+    const tracker = CursorTracker.initial('c', 'earliest');
+    expect(pass(tracker)).toEqual([true, true, true]);
+    expect(tracker.nextRequest()).toEqual({ updatedAfter: '2026-01-01T00:00:00.001Z' });
+    expect(pass(tracker)).toEqual([false, false, false]);
+    const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
+    expect(pass(restarted)).toEqual([false, false, false]);
+    expect(restarted.counters).toEqual({ published: 2, rejected: 1, deduplicated: 6, pages: 3 });
+  });
+
+  it('admits the whole first page after EXPORT_START or a reset, which have no mark yet', () => {
+    const tracker = CursorTracker.initial('c', new Date('2026-01-01T00:00:00.001Z'));
+    expect(tracker.admitEvent(parseInstant('2026-01-01T00:00:00.001500Z') as number, 'a1')).toBe(true);
+    expect(tracker.admitEvent(parseInstant('2026-01-01T00:00:00.002100Z') as number, 'a2')).toBe(true);
   });
 
   it('publishes a late row below the mark rather than drop it', () => {
