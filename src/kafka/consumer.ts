@@ -63,7 +63,7 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
           await consumer.run({
             autoCommit: options.autoCommit ?? false,
             partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
-            eachBatch: async ({ batch, isRunning, isStale }) => {
+            eachBatch: async ({ batch, isRunning, isStale, heartbeat }) => {
               const records = batch.messages.map((m) => toIncoming(batch.topic, batch.partition, m));
               await options.eachBatch({
                 topic: batch.topic,
@@ -71,6 +71,7 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
                 records,
                 isRunning,
                 isStale,
+                heartbeat,
               });
               const last = records.at(-1);
               if (options.resumeOnRejoin && last && !isStale()) {

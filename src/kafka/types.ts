@@ -87,6 +87,13 @@ export interface ConsumedBatch {
   isRunning(): boolean;
   /** True when the partition was taken away by a rebalance: its results must not be committed. */
   isStale(): boolean;
+  /**
+   * Tells the group this member is alive (at most once per heartbeat interval). The member
+   * heartbeats by itself only between batches: a handler that may wait longer than the session
+   * timeout calls this meanwhile. Rejects when the group is rebalancing; the handler should then
+   * return by rejecting, and the member rejoins.
+   */
+  heartbeat(): Promise<void>;
 }
 
 export interface GroupConsumerOptions {

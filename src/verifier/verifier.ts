@@ -1,5 +1,5 @@
 import { findError } from '../errors.ts';
-import type { KafkaClient, OutgoingRecord, TransactionalProducer } from '../kafka/index.ts';
+import type { ConsumedBatch, KafkaClient, OutgoingRecord, TransactionalProducer } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
 import { GroupCommit } from './group-commit.ts';
 import { type HandlerDeps, handleRequest } from './handle.ts';
@@ -21,6 +21,9 @@ export interface Verifier {
   ready(): { ready: boolean; reason?: string };
 }
 
+/** How often a batch waiting for a free slot heartbeats (the consumer's heartbeat interval). */
+const HEARTBEAT_WHILE_WAITING_MS = 1000;
+
 /** A counting semaphore: bounds the requests in flight (VERIFY_CONCURRENCY). */
 class Slots {
   #free: number;
@@ -28,11 +31,14 @@ class Slots {
   constructor(size: number) {
     this.#free = size;
   }
+  /** Takes a slot if one is free. */
+  tryAcquire(): boolean {
+    if (this.#free === 0) return false;
+    this.#free--;
+    return true;
+  }
   async acquire(): Promise<void> {
-    if (this.#free > 0) {
-      this.#free--;
-      return;
-    }
+    if (this.tryAcquire()) return;
     await new Promise<void>((resolve) => this.#waiting.push(resolve));
   }
   release(): void {
@@ -92,6 +98,33 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     },
   });
 
+  /**
+   * A free slot, heartbeating while none is: the member heartbeats by itself only between batches,
+   * and a batch waiting here longer than the session timeout (a slow upstream, long deadlines) would
+   * get it evicted while it still answers its partitions' requests, which their next owner answers
+   * too.
+   */
+  const slotFor = async (batch: ConsumedBatch): Promise<void> => {
+    if (slots.tryAcquire()) return;
+    const slot = slots.acquire();
+    for (;;) {
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), HEARTBEAT_WHILE_WAITING_MS);
+      });
+      const got = await Promise.race([slot.then(() => true as const), waited]);
+      clearTimeout(timer);
+      if (got) return;
+      try {
+        await batch.heartbeat();
+      } catch (err) {
+        // Rebalancing: the batch ends and the member rejoins; the slot, once free, is given back.
+        void slot.then(() => slots.release());
+        throw err;
+      }
+    }
+  };
+
   const consumer = deps.kafka.groupConsumer({
     groupId: config.groupId,
     topics: [config.requestsTopic],
@@ -107,18 +140,26 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     },
     onCrash(err, restarting) {
       // kafkajs restarts the consumer after a retriable error (a coordinator still loading on a fresh
-      // broker, a broker restart): the member rejoins and requests keep their replies.
+      // broker, a broker restart). It has left the group already, so its partitions may be someone
+      // else's by now: nothing in flight is committed here (the owner after the rejoin answers it).
       if (!restarting) {
         fail(err);
         return;
       }
+      progress.retain(() => false);
       joined = false;
       logger.warn({ err }, 'the request consumer crashed; kafkajs restarts it');
     },
     eachBatch: async (batch) => {
+      const handingOut = () => !stopping && batch.isRunning() && !batch.isStale();
       for (const record of batch.records) {
-        if (stopping || !batch.isRunning() || batch.isStale()) return;
-        await slots.acquire();
+        if (!handingOut()) return;
+        await slotFor(batch);
+        // stop() or a rebalance may have come while this batch waited for the slot.
+        if (!handingOut()) {
+          slots.release();
+          return;
+        }
         const dispatched = progress.dispatch(record.topic, record.partition, record.offset);
         if (!dispatched) {
           // Delivered again after a rebalance: it is in flight or answered already.

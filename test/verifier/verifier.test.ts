@@ -1,17 +1,83 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { loadVerifierConfig } from '../../src/config/index.ts';
-import type { GroupConsumerOptions, KafkaClient } from '../../src/kafka/index.ts';
+import type {
+  ConsumedBatch,
+  GroupConsumerOptions,
+  KafkaClient,
+  OutgoingRecord,
+  TransactionOptions,
+} from '../../src/kafka/index.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { createVerifierMetrics } from '../../src/verifier/metrics.ts';
 import { createVerifier } from '../../src/verifier/verifier.ts';
 
+/** An upstream answer the test releases when it chooses. */
+function heldAnswers() {
+  const held: PromiseWithResolvers<{ partyNameMatch: 'MTCH' }>[] = [];
+  return {
+    held,
+    verify: () => {
+      const answer = Promise.withResolvers<{ partyNameMatch: 'MTCH' }>();
+      held.push(answer);
+      return answer.promise;
+    },
+    release: (i: number) => held[i]?.resolve({ partyNameMatch: 'MTCH' }),
+  };
+}
+
+/** A JSON request as the consumer hands it over. */
+function request(partition: number, offset: number) {
+  const requestId = `r-${partition}-${offset}`;
+  const now = Date.now();
+  return {
+    topic: 'requests',
+    partition,
+    offset: String(offset),
+    key: Buffer.from(requestId),
+    value: Buffer.from(
+      JSON.stringify({ requestId, iban: 'DE89370400440532013000', partyName: 'Anna', requestedAt: now }),
+    ),
+    headers: {
+      'content-type': Buffer.from('application/json'),
+      'vop-deadline': Buffer.from(String(now + 60_000)),
+    },
+    timestamp: now,
+  };
+}
+
+/** A batch of one partition's requests; `heartbeat` as the test gives it. */
+function batchOf(
+  partition: number,
+  offsets: number[],
+  heartbeat: () => Promise<void> = async () => {},
+): ConsumedBatch {
+  return {
+    topic: 'requests',
+    partition,
+    records: offsets.map((o) => request(partition, o)),
+    isRunning: () => true,
+    isStale: () => false,
+    heartbeat,
+  };
+}
+
 /** A verifier on a stand-in Kafka client that hands the test its consumer's callbacks. */
-async function startedVerifier() {
+async function startedVerifier(options: { concurrency?: number; verify?: () => Promise<unknown> } = {}) {
   let consumerOptions: GroupConsumerOptions | undefined;
+  /** The transactions committed: their records' keys and the offsets they commit. */
+  const transactions: { keys: string[]; offsets: { partition: number; offset: string }[] }[] = [];
   const kafka = {
     transactionalProducer: async () => ({
-      transaction: async () => {},
+      transaction: async (records: OutgoingRecord[], tx?: TransactionOptions) => {
+        transactions.push({
+          keys: records.map((r) => String(r.key)),
+          offsets: (tx?.consumerOffsets?.offsets ?? []).map(({ partition, offset }) => ({
+            partition,
+            offset,
+          })),
+        });
+      },
       begin: async () => {
         throw new Error('not used');
       },
@@ -27,12 +93,15 @@ async function startedVerifier() {
     SCHEMA_REGISTRY_URL: 'http://localhost:8081',
     API_BASE_URL: 'http://localhost:1',
     API_KEY: 'key',
+    VERIFY_REQUESTS_TOPIC: 'requests',
+    VERIFY_CONCURRENCY: String(options.concurrency ?? 64),
   });
+  const verify = options.verify ?? (async () => Promise.reject(new Error('not used')));
   const verifier = createVerifier({
     kafka,
     transactionalId: 'fraudlink-verifier-test',
     config: config.verifier,
-    api: { verify: async () => Promise.reject(new Error('not used')) },
+    api: { verify } as never,
     registry: {} as never,
     replyEncoder: async () => Promise.reject(new Error('not used')),
     partitionCount: async () => 3,
@@ -42,13 +111,13 @@ async function startedVerifier() {
   await verifier.start();
   if (!consumerOptions) throw new Error('the verifier made no consumer');
   const consumer = consumerOptions;
-  consumer.onAssignment?.([{ topic: config.verifier.requestsTopic, partitions: [0] }]);
+  consumer.onAssignment?.([{ topic: config.verifier.requestsTopic, partitions: [0, 1] }]);
   const settled = { value: false };
   verifier.done.then(
     () => (settled.value = true),
     () => (settled.value = true),
   );
-  return { verifier, consumer, settled };
+  return { verifier, consumer, settled, transactions };
 }
 
 describe('verifier consumer crashes', () => {
@@ -70,5 +139,85 @@ describe('verifier consumer crashes', () => {
     const fatal = new Error('not authorized');
     consumer.onCrash?.(fatal, false);
     await expect(verifier.done).rejects.toBe(fatal);
+  });
+});
+
+describe('verifier in-flight work', () => {
+  it('commits nothing a crashed consumer had in flight: before it rejoins, its partitions may have another owner', async () => {
+    const upstream = heldAnswers();
+    const { verifier, consumer, transactions } = await startedVerifier({ verify: upstream.verify });
+    await consumer.eachBatch(batchOf(0, [0]));
+    // kafkajs left the group before reporting the crash.
+    consumer.onCrash?.(new Error('The coordinator is loading'), true);
+    upstream.release(0);
+    await verifier.stop();
+    expect(upstream.held).toHaveLength(1);
+    expect(transactions).toEqual([]);
+  });
+
+  it('answers, once, a request it had in flight when it crashed and is handed again after the rejoin', async () => {
+    const upstream = heldAnswers();
+    const { verifier, consumer, transactions } = await startedVerifier({ verify: upstream.verify });
+    await consumer.eachBatch(batchOf(0, [0]));
+    consumer.onCrash?.(new Error('The coordinator is loading'), true);
+    consumer.onAssignment?.([{ topic: 'requests', partitions: [0] }]);
+    await consumer.eachBatch(batchOf(0, [0]));
+    upstream.release(0);
+    upstream.release(1);
+    await verifier.stop();
+    expect(transactions.flatMap((t) => t.keys)).toEqual(['r-0-0']);
+  });
+
+  it('heartbeats while a batch waits for a free slot, then hands out its request', async () => {
+    const upstream = heldAnswers();
+    const { verifier, consumer, transactions } = await startedVerifier({
+      concurrency: 1,
+      verify: upstream.verify,
+    });
+    await consumer.eachBatch(batchOf(0, [0]));
+    const heartbeat = Promise.withResolvers<void>();
+    const waiting = consumer.eachBatch(batchOf(1, [0], async () => heartbeat.resolve()));
+    await heartbeat.promise;
+    expect(upstream.held).toHaveLength(1);
+    upstream.release(0);
+    await waiting;
+    upstream.release(1);
+    await verifier.stop();
+    expect(transactions.flatMap((t) => t.keys).sort()).toEqual(['r-0-0', 'r-1-0']);
+  });
+
+  it('ends a waiting batch when its heartbeat finds the group rebalancing, and gives the slot back', async () => {
+    const upstream = heldAnswers();
+    const { verifier, consumer } = await startedVerifier({ concurrency: 1, verify: upstream.verify });
+    await consumer.eachBatch(batchOf(0, [0]));
+    const rebalancing = new Error('The group is rebalancing');
+    await expect(
+      consumer.eachBatch(
+        batchOf(1, [0], async () => {
+          throw rebalancing;
+        }),
+      ),
+    ).rejects.toBe(rebalancing);
+    upstream.release(0);
+    // The slot the ended batch was waiting for is free again: the next batch gets it.
+    await consumer.eachBatch(batchOf(1, [0]));
+    expect(upstream.held).toHaveLength(2);
+    upstream.release(1);
+    await verifier.stop();
+  });
+
+  it('hands out nothing more once stop() has begun, even to a batch that was waiting for a slot', async () => {
+    const upstream = heldAnswers();
+    const { verifier, consumer, transactions } = await startedVerifier({
+      concurrency: 1,
+      verify: upstream.verify,
+    });
+    await consumer.eachBatch(batchOf(0, [0]));
+    const waiting = consumer.eachBatch(batchOf(1, [0]));
+    const stopped = verifier.stop();
+    upstream.release(0);
+    await Promise.all([waiting, stopped]);
+    expect(upstream.held).toHaveLength(1);
+    expect(transactions).toEqual([{ keys: ['r-0-0'], offsets: [{ partition: 0, offset: '1' }] }]);
   });
 });
