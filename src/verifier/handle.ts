@@ -58,6 +58,12 @@ async function parse(record: IncomingRecord, deps: HandlerDeps): Promise<Parsed>
   }
 }
 
+function requestHeaders(record: IncomingRecord): Record<string, Buffer> {
+  const headers: Record<string, Buffer> = {};
+  for (const [name, value] of Object.entries(record.headers)) if (value !== undefined) headers[name] = value;
+  return headers;
+}
+
 /** Turns one request record into the records that answer it: exactly one reply, and a DLQ copy when unreadable. */
 export async function handleRequest(record: IncomingRecord, deps: HandlerDeps): Promise<OutgoingRecord[]> {
   const now = deps.now ?? Date.now;
@@ -76,7 +82,10 @@ export async function handleRequest(record: IncomingRecord, deps: HandlerDeps): 
         topic: config.dlqTopic,
         key: record.key,
         value: record.value,
+        // The request's own headers (content-type, correlation id, reply topic, deadline) stay with
+        // it, so that whoever repairs it can answer or send it again as it was meant.
         headers: {
+          ...requestHeaders(record),
           'error-code': parsed.code,
           'error-message': parsed.message,
           'source-topic': record.topic,

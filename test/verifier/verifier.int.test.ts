@@ -194,7 +194,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(verifier.stderr()).toContain('kafka_replyPartition out of range');
   });
 
-  it('sends an unreadable value to the DLQ unchanged and answers INVALID_REQUEST in the declared format', async () => {
+  it('sends an unreadable value to the DLQ unchanged, its headers kept, and answers INVALID_REQUEST in the declared format', async () => {
     const h = await verifierHarness();
     const producer = await h.kafka.producer();
     onTestFinished(() => producer.close());
@@ -208,10 +208,17 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
         topic: h.config.verifier.requestsTopic,
         key: 'garbage-json',
         value: Buffer.from('{not json'),
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', kafka_correlationId: 'c-json', 'vop-deadline': '1' },
       },
     ]);
     const dead = await dlq.until((r) => r.length >= 2);
+    // The request's own headers stay with it, beside the DLQ's.
+    const deadJson = dead.find((r) => r.key?.toString() === 'garbage-json');
+    expect(deadJson?.value?.toString()).toBe('{not json');
+    expect(header(deadJson as never, 'content-type')).toBe('application/json');
+    expect(header(deadJson as never, 'kafka_correlationId')).toBe('c-json');
+    expect(header(deadJson as never, 'vop-deadline')).toBe('1');
+    expect(header(deadJson as never, 'error-code')).toBe('REQUEST_UNREADABLE');
     const avro = dead.find((r) => r.key?.toString() === 'garbage-avro');
     expect(avro?.value).toEqual(Buffer.from([7, 7, 7, 7, 7, 7]));
     expect(header(avro as never, 'error-code')).toBe('REQUEST_UNREADABLE');
