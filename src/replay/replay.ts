@@ -61,6 +61,8 @@ export interface ReplayResult {
   skipped: number;
 }
 
+const ALERT_EVENTS = new Set<string>([SchemaNames.AlertUpserted, SchemaNames.AlertDeactivated]);
+
 /**
  * Rebuilds the current alert table from the compacted alerts topic: the last AlertUpserted per IBAN,
  * removed by a later AlertDeactivated or a tombstone. Memory follows the number of live alerts.
@@ -72,6 +74,7 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
   const result: ReplayResult = { alerts: new Map(), events: 0, deactivated: 0, skipped: 0 };
   let live = false;
 
+  /** Applies a tombstone or an alert event (other schemas were refused when decoded). */
   const apply = (record: IncomingRecord, decoded: Decoded | null): void => {
     const iban = record.key?.toString('utf8') ?? '';
     let type: AlertChange['type'];
@@ -83,14 +86,10 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
       type = 'AlertUpserted';
       alert = decoded.value as unknown as AlertState;
       result.alerts.set(iban, alert);
-    } else if (decoded.name === SchemaNames.AlertDeactivated) {
+    } else {
       type = 'AlertDeactivated';
       result.alerts.delete(iban);
       result.deactivated++;
-    } else {
-      throw new DecodeError(
-        `${config.alertsTopic} partition ${record.partition} offset ${record.offset} holds a ${decoded.name}`,
-      );
     }
     result.events++;
     // Built only for a listener: the snapshot applies every record of the topic.
@@ -134,6 +133,13 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
         try {
           const decoding = decodeOne(record);
           decoded = decoding instanceof Promise ? await decoding : decoding;
+          if (decoded !== null && !ALERT_EVENTS.has(decoded.name)) {
+            // A record of another schema (a future event type, a message on the wrong topic) is not
+            // an alert event: skippable like an undecodable one.
+            throw new DecodeError(
+              `${config.alertsTopic} partition ${record.partition} offset ${record.offset} holds a ${decoded.name}, not an alert event`,
+            );
+          }
         } catch (err) {
           // Only the record's own fault may be skipped; a registry outage ends or stalls the read.
           if (!options.skipUndecodable || !(err instanceof DecodeError)) throw err;
