@@ -1,12 +1,19 @@
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
+import type CliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import { loadReplayConfig } from '../../config/index.ts';
 import { AbortedError, OutputError, UsageError } from '../../errors.ts';
 import { createLogger } from '../../logger.ts';
-import type { AlertState } from '../../replay/index.ts';
+import type { AlertState, ReplayOptions } from '../../replay/index.ts';
 import type { CliContext } from '../context.ts';
-import { untilSignal } from '../options.ts';
+
+interface ReplayFlags {
+  follow?: boolean;
+  summary?: boolean;
+  out?: string;
+  skipUndecodable?: boolean;
+}
 
 function summaryOf(
   alerts: ReadonlyMap<string, AlertState>,
@@ -31,6 +38,123 @@ async function openOut(path: string): Promise<WriteStream> {
   return stream;
 }
 
+/**
+ * Replay's output, stdout or --out. A reader that goes away (`| head`) ends replay quietly, as it
+ * ends `fraudlink api`; any other write failure (a full disk) ends it with an OutputError. Either
+ * way `onBroken` is called once, to stop --follow, and nothing more is written.
+ */
+async function openOutput(ctx: CliContext, path: string | undefined, onBroken: () => void) {
+  const out: NodeJS.WritableStream = path ? await openOut(path) : ctx.stdout;
+  let closed = false;
+  let failure: OutputError | undefined;
+  out.on('error', (err: NodeJS.ErrnoException) => {
+    if (closed || failure) return;
+    if (err.code === 'EPIPE') closed = true;
+    else failure = new OutputError(`writing to ${path ?? 'stdout'} failed: ${err.message}`, { cause: err });
+    onBroken();
+  });
+  return {
+    broken: () => closed || failure !== undefined,
+    async write(line: string): Promise<void> {
+      if (closed || failure) return;
+      // An error instead of 'drain' rejects once(): the listener above has recorded it.
+      if (!out.write(`${line}\n`)) await once(out, 'drain').catch(() => {});
+    },
+    /** Ends a file; rejects with the write failure, if any. */
+    async finish(): Promise<void> {
+      if (out !== ctx.stdout) await new Promise<void>((resolve) => out.end(() => resolve()));
+      if (failure) throw failure;
+    },
+  };
+}
+
+/** A progress bar on stderr, only when stderr is a terminal. */
+function progressBar(ctx: CliContext, cliProgress: typeof CliProgress) {
+  if (!ctx.stderr.isTTY) return { update: () => {}, stop: () => {} };
+  const bar = new cliProgress.SingleBar(
+    {
+      stream: ctx.stderr as NodeJS.WriteStream,
+      format: 'replay [{bar}] {value}/{total} offsets | {rate}/s | ETA {eta}s',
+      hideCursor: true,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  const started = Date.now();
+  let barStarted = false;
+  return {
+    update(read: bigint, total: bigint) {
+      if (!barStarted) {
+        bar.start(Number(total), 0, { rate: 0 });
+        barStarted = true;
+      }
+      const seconds = Math.max(0.001, (Date.now() - started) / 1000);
+      bar.update(Number(read), { rate: Math.round(Number(read) / seconds) });
+    },
+    /** Also shows the terminal's cursor again. */
+    stop: () => bar.stop(),
+  };
+}
+
+async function replayCommand(ctx: CliContext, opts: ReplayFlags): Promise<void> {
+  const config = loadReplayConfig(ctx.env);
+  const logger = createLogger({ level: config.logLevel });
+  const [{ replayAlerts }, { default: cliProgress }] = await Promise.all([
+    import('../../replay/index.ts'),
+    import('cli-progress'),
+  ]);
+  const controller = new AbortController();
+  const output = await openOutput(ctx, opts.out, () => controller.abort());
+  const bar = progressBar(ctx, cliProgress);
+  // SIGINT or SIGTERM stops the read or the follow (exit 0, as every long-running command).
+  let signalled = false;
+  const onSignal = () => {
+    signalled = true;
+    controller.abort();
+  };
+  process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
+  const started = Date.now();
+  let pending: Promise<void> = Promise.resolve();
+  const print = (line: () => string) => {
+    pending = pending.then(() => output.write(line()));
+  };
+  const options: ReplayOptions = {
+    logger,
+    signal: controller.signal,
+    ...(opts.skipUndecodable && { skipUndecodable: true }),
+    ...(opts.follow && { follow: true }),
+    onProgress: ({ read, total }) => bar.update(read, total),
+    onSnapshot: (alerts, counts) => {
+      bar.stop();
+      if (opts.summary)
+        print(() => JSON.stringify(summaryOf(alerts, counts.deactivated, counts.events, counts.skipped)));
+      else
+        pending = pending.then(async () => {
+          for (const alert of alerts.values()) await output.write(JSON.stringify(alert));
+        });
+    },
+    onChange: (change) => print(() => JSON.stringify(change)),
+  };
+  try {
+    const result = await replayAlerts(
+      { kafka: config.kafka, registry: config.registry, alertsTopic: config.alertsTopic },
+      options,
+    ).catch((err: unknown) => {
+      // Stopped by a signal or by its output: that, not the abort, is what happened.
+      if (err instanceof AbortedError && (signalled || output.broken())) return undefined;
+      throw err;
+    });
+    await pending;
+    await output.finish();
+    if (result) {
+      const { alerts, events, skipped } = result;
+      logger.info({ active: alerts.size, events, skipped, ms: Date.now() - started }, 'replay done');
+    }
+  } finally {
+    bar.stop();
+    process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+  }
+}
+
 export function registerReplayCommand(program: Command, ctx: CliContext): void {
   program
     .command('replay')
@@ -44,101 +168,7 @@ export function registerReplayCommand(program: Command, ctx: CliContext): void {
     )
     .addHelpText(
       'after',
-      '\nReads ALERTS_TOPIC (read_committed) with KAFKA_BROKERS and SCHEMA_REGISTRY_URL. Progress on stderr when it is a terminal.',
+      '\nReads ALERTS_TOPIC (read_committed) with KAFKA_BROKERS and SCHEMA_REGISTRY_URL. Progress on stderr when it is a terminal. SIGINT or SIGTERM stops it (exit 0).',
     )
-    .action(
-      async (opts: { follow?: boolean; summary?: boolean; out?: string; skipUndecodable?: boolean }) => {
-        const config = loadReplayConfig(ctx.env);
-        const logger = createLogger({ level: config.logLevel });
-        const [{ replayAlerts }, { default: cliProgress }] = await Promise.all([
-          import('../../replay/index.ts'),
-          import('cli-progress'),
-        ]);
-        const out: NodeJS.WritableStream = opts.out ? await openOut(opts.out) : ctx.stdout;
-        const controller = new AbortController();
-        // A reader that goes away (`| head`) ends replay quietly, as it ends `fraudlink api`; any
-        // other write failure (a full disk) ends it with an OutputError. Either way --follow stops.
-        let outputClosed = false;
-        let outputFailure: OutputError | undefined;
-        const onOutputError = (err: NodeJS.ErrnoException) => {
-          if (err.code === 'EPIPE') outputClosed = true;
-          else
-            outputFailure ??= new OutputError(`writing to ${opts.out ?? 'stdout'} failed: ${err.message}`, {
-              cause: err,
-            });
-          controller.abort();
-        };
-        out.on('error', onOutputError);
-        const write = async (line: string) => {
-          if (outputClosed || outputFailure) return;
-          // An error instead of 'drain' rejects once(): onOutputError has recorded it.
-          if (!out.write(`${line}\n`)) await once(out, 'drain').catch(() => {});
-        };
-        const bar = ctx.stderr.isTTY
-          ? new cliProgress.SingleBar(
-              {
-                stream: ctx.stderr as NodeJS.WriteStream,
-                format: 'replay [{bar}] {value}/{total} offsets | {rate}/s | ETA {eta}s',
-                hideCursor: true,
-              },
-              cliProgress.Presets.shades_classic,
-            )
-          : undefined;
-        const started = Date.now();
-        let barStarted = false;
-        if (opts.follow) void untilSignal().then(() => controller.abort());
-        let pending: Promise<void> = Promise.resolve();
-        const replaying = replayAlerts(
-          { kafka: config.kafka, registry: config.registry, alertsTopic: config.alertsTopic },
-          {
-            logger,
-            signal: controller.signal,
-            ...(opts.skipUndecodable && { skipUndecodable: true }),
-            ...(opts.follow && { follow: true }),
-            onProgress: ({ read, total }) => {
-              if (!bar) return;
-              if (!barStarted) {
-                bar.start(Number(total), 0, { rate: 0 });
-                barStarted = true;
-              }
-              const seconds = Math.max(0.001, (Date.now() - started) / 1000);
-              bar.update(Number(read), { rate: Math.round(Number(read) / seconds) });
-            },
-            onSnapshot: (alerts, counts) => {
-              bar?.stop();
-              if (opts.summary) {
-                const summary = summaryOf(alerts, counts.deactivated, counts.events, counts.skipped);
-                pending = pending.then(() => write(JSON.stringify(summary)));
-              } else {
-                pending = pending.then(async () => {
-                  for (const alert of alerts.values()) await write(JSON.stringify(alert));
-                });
-              }
-            },
-            onChange: (change) => {
-              pending = pending.then(() => write(JSON.stringify(change)));
-            },
-          },
-        );
-        const result = await replaying.catch((err: unknown) => {
-          // Aborted because the output broke: that, not the abort, is what happened.
-          if (err instanceof AbortedError && (outputClosed || outputFailure)) return undefined;
-          throw err;
-        });
-        bar?.stop();
-        await pending;
-        if (out !== ctx.stdout) await new Promise<void>((resolve) => out.end(() => resolve()));
-        if (outputFailure) throw outputFailure;
-        if (!result) return;
-        logger.info(
-          {
-            active: result.alerts.size,
-            events: result.events,
-            skipped: result.skipped,
-            ms: Date.now() - started,
-          },
-          'replay done',
-        );
-      },
-    );
+    .action((opts: ReplayFlags) => replayCommand(ctx, opts));
 }
