@@ -41,9 +41,15 @@ function pick<T extends object>(filters: T, keys: readonly string[]): Record<str
   return body;
 }
 
+/** The longest delay a Node timer takes; a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** A signal that also fires at `deadline`, telling afterwards whether the deadline was the cause. */
 function deadlineGuard(signal: AbortSignal | undefined, deadline: number | undefined) {
-  if (deadline === undefined) return { signal, hit: () => false, dispose: () => {} };
+  // A deadline weeks away (Long.MAX_VALUE for "none") cannot end a call: each attempt's own timeout
+  // bounds it. Armed, its timer would overflow and cut every attempt off after 1 ms, for ever.
+  if (deadline === undefined || deadline - Date.now() > MAX_TIMER_MS)
+    return { signal, hit: () => false, dispose: () => {} };
   const controller = new AbortController();
   let hit = false;
   const timer = setTimeout(

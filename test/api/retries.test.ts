@@ -117,6 +117,18 @@ describe('retries', () => {
     expect((error as Error).message).toContain('deadline');
   });
 
+  it('serves a call whose deadline is too far away for a timer (Long.MAX_VALUE, 30 days)', async () => {
+    sandbox.setFaults({ latencyMs: 20 });
+    for (const deadline of [Number(2n ** 63n - 1n), Date.now() + 30 * 24 * 3600 * 1000]) {
+      const answer = await client.verify(
+        { iban: 'DE89370400440532013000', party: { name: 'A' } },
+        { deadline, retry: { retries: 3, ...fast } },
+      );
+      expect(answer.partyNameMatch).toBeDefined();
+    }
+    expect(statuses()).toEqual([200, 200]);
+  });
+
   it('does not send a request whose deadline has already passed', async () => {
     const error = await client
       .verify({ iban: 'DE89370400440532013000', party: { name: 'A' } }, { deadline: Date.now() - 1 })
