@@ -1,6 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { type AddressInfo, createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { runCli } from '../helpers/cli.ts';
 import { call, exportPath } from './helpers.ts';
+
+/** A file that is readable but holds no PEM. */
+const notPem = fileURLToPath(new URL('../../package.json', import.meta.url));
 
 /** Resolves with the first stdout line once it is complete. */
 async function readyLine(cli: ReturnType<typeof runCli>): Promise<{ url: string; apiKeys: string[] }> {
@@ -80,4 +85,35 @@ describe('fraudlink sandbox', () => {
       expect(cli.stdout()).toBe('');
     });
   }
+
+  // Flags that only fail once the server listens: a usage error naming the flag, not a stack trace.
+  const unusable: [string, string[], RegExp][] = [
+    ['a host that does not resolve', ['--host', 'no.such.host.invalid'], /^fraudlink: USAGE: --host /],
+    ['a host that is not an address of this machine', ['--host', '192.0.2.1'], /^fraudlink: USAGE: --host /],
+    [
+      'a TLS certificate that is not PEM',
+      ['--tls-cert', notPem, '--tls-key', notPem],
+      /^fraudlink: USAGE: --tls-cert: /,
+    ],
+  ];
+  for (const [what, args, message] of unusable) {
+    it(`exits 2 with a usage error naming the flag for ${what}`, async () => {
+      const cli = runCli(['sandbox', '--port', '0', '--alerts', '5', ...args], {});
+      expect(await cli.exited).toBe(2);
+      expect(cli.stderr()).toMatch(message);
+      expect(cli.stderr()).not.toMatch(/unexpected failure|\n\s+at /);
+      expect(cli.stdout()).toBe('');
+    });
+  }
+
+  it('exits 2 with a usage error naming --port when the port is already in use', async () => {
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    onTestFinished(() => new Promise<void>((resolve) => busy.close(() => resolve())));
+    const { port } = busy.address() as AddressInfo;
+    const cli = runCli(['sandbox', '--port', String(port), '--alerts', '5'], {});
+    expect(await cli.exited).toBe(2);
+    expect(cli.stderr()).toMatch(new RegExp(`^fraudlink: USAGE: --port ${port}: .*in use`));
+    expect(cli.stderr()).not.toMatch(/unexpected failure|\n\s+at /);
+  });
 });

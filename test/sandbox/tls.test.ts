@@ -1,6 +1,10 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type CertificateExtension, generate } from 'selfsigned';
 import { Agent, request } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.ts';
 import { startSandbox } from './helpers.ts';
 
 type Pem = { cert: string; private: string };
@@ -63,5 +67,38 @@ describe('TLS', () => {
     expect(await exportWith(sandbox.url, { ca: ca.cert, cert: client.cert, key: client.private })).toBe(200);
     await expect(exportWith(sandbox.url, { ca: ca.cert })).rejects.toThrow();
     expect(sandbox.requestLog()).toHaveLength(1);
+  });
+});
+
+describe('fraudlink sandbox TLS flags', () => {
+  let dir: string;
+  const file = async (name: string, text: string) => {
+    const path = join(dir, name);
+    await writeFile(path, text);
+    return path;
+  };
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'fraudlink-sandbox-tls-'));
+    return () => rm(dir, { recursive: true, force: true });
+  });
+
+  it('exits 2 with a usage error naming the flag for a key, a CA or a key pair it cannot use', async () => {
+    const cert = await file('cert.pem', server.cert);
+    const junk = await file('junk.pem', 'not a PEM file\n');
+    const otherKey = await file('other-key.pem', client.private);
+    const cases: [string[], RegExp][] = [
+      [['--tls-cert', cert, '--tls-key', junk], /^fraudlink: USAGE: --tls-key: /],
+      [['--tls-cert', cert, '--tls-key', otherKey], /^fraudlink: USAGE: --tls-key: .*--tls-cert/],
+      [
+        ['--tls-cert', cert, '--tls-key', await file('key.pem', server.private), '--tls-ca', junk],
+        /^fraudlink: USAGE: --tls-ca: /,
+      ],
+    ];
+    for (const [args, message] of cases) {
+      const cli = runCli(['sandbox', '--port', '0', '--alerts', '3', ...args], {});
+      expect(await cli.exited).toBe(2);
+      expect(cli.stderr()).toMatch(message);
+      expect(cli.stdout()).toBe('');
+    }
   });
 });

@@ -1,4 +1,6 @@
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import { type Command, InvalidArgumentError } from 'commander';
 import { FraudlinkError, UsageError } from '../../errors.ts';
 import { createLogger } from '../../logger.ts';
@@ -61,17 +63,51 @@ function readPem(file: string, flag: string): Buffer {
   }
 }
 
+/** Runs `check` and turns what it throws into a usage error saying `problem`. */
+function usable(problem: string, check: () => unknown): void {
+  try {
+    check();
+  } catch (err) {
+    throw new UsageError(`${problem} (${err instanceof Error ? err.message : String(err)})`, { cause: err });
+  }
+}
+
+/**
+ * The TLS files, read and tried here: OpenSSL's own errors would only surface when the server is
+ * built, without saying which flag is wrong, and a CA it cannot read is silently ignored.
+ */
 function tlsOf(flags: Flags): SandboxOptions['tls'] {
   if (!flags.tlsCert && !flags.tlsKey) {
     if (flags.tlsCa) throw new UsageError('--tls-ca needs --tls-cert and --tls-key');
     return undefined;
   }
   if (!flags.tlsCert || !flags.tlsKey) throw new UsageError('--tls-cert and --tls-key go together');
-  return {
-    cert: readPem(flags.tlsCert, '--tls-cert'),
-    key: readPem(flags.tlsKey, '--tls-key'),
-    ...(flags.tlsCa && { ca: readPem(flags.tlsCa, '--tls-ca'), requestClientCert: true }),
-  };
+  const cert = readPem(flags.tlsCert, '--tls-cert');
+  const key = readPem(flags.tlsKey, '--tls-key');
+  usable(`--tls-cert: ${flags.tlsCert} is not a PEM certificate`, () => createSecureContext({ cert }));
+  usable(`--tls-key: ${flags.tlsKey} is not a PEM private key`, () => createSecureContext({ key }));
+  usable(`--tls-key: ${flags.tlsKey} is not the key of --tls-cert ${flags.tlsCert}`, () =>
+    createSecureContext({ cert, key }),
+  );
+  if (!flags.tlsCa) return { cert, key };
+  const ca = readPem(flags.tlsCa, '--tls-ca');
+  usable(`--tls-ca: ${flags.tlsCa} is not a PEM certificate`, () => {
+    if (!ca.includes('-----BEGIN CERTIFICATE-----')) throw new Error('no BEGIN CERTIFICATE line');
+    return new X509Certificate(ca);
+  });
+  return { cert, key, ca, requestClientCert: true };
+}
+
+/** A listen failure that --port or --host caused, as a usage error naming it; others as they are. */
+function listenError(err: unknown, flags: Flags): unknown {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const detail = err instanceof Error ? err.message : String(err);
+  const usage = (message: string) => new UsageError(`${message} (${detail})`, { cause: err });
+  if (code === 'EADDRINUSE') return usage(`--port ${flags.port}: address already in use on ${flags.host}`);
+  if (code === 'EACCES') return usage(`--port ${flags.port}: not allowed to listen on this port`);
+  if (code === 'ENOTFOUND') return usage(`--host ${flags.host}: the name does not resolve`);
+  if (code === 'EADDRNOTAVAIL') return usage(`--host ${flags.host}: not an address of this machine`);
+  return err;
 }
 
 async function run(flags: Flags, ctx: CliContext): Promise<void> {
@@ -101,7 +137,12 @@ async function run(flags: Flags, ctx: CliContext): Promise<void> {
     if (err instanceof FraudlinkError) throw err;
     throw new UsageError(err instanceof Error ? err.message : String(err), { cause: err });
   }
-  const ready = await sandbox.start();
+  let ready: Awaited<ReturnType<Sandbox['start']>>;
+  try {
+    ready = await sandbox.start();
+  } catch (err) {
+    throw listenError(err, flags);
+  }
   ctx.stdout.write(`${JSON.stringify(ready)}\n`);
   logger.info({ signal: await signal }, 'stopping');
   await sandbox.stop();
