@@ -9,6 +9,10 @@ const program = new Command('stack')
   .option('--state <file>', 'where the running stack is recorded', defaultStateFile());
 const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'info' });
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+// A reader that goes away (`status | head -1`) is no failure: the rest of the output is dropped.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+});
 
 program
   .command('up')
