@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { parseInstant } from '../instant.ts';
 
 /** Commander argument parsers that name what was wrong. */
 export function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
@@ -21,10 +22,14 @@ export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
+/** An ISO-8601 instant with its zone, normalised to UTC milliseconds (`…T09:30:00.000Z`). */
 export function instant(value: string): string {
-  if (Number.isNaN(Date.parse(value)))
-    throw new InvalidArgumentError(`"${value}" is not an ISO-8601 instant`);
-  return new Date(value).toISOString();
+  const ms = parseInstant(value);
+  if (ms === null)
+    throw new InvalidArgumentError(
+      `"${value}" is not a valid ISO-8601 instant with a zone, e.g. 2026-01-31T09:30:00Z`,
+    );
+  return new Date(ms).toISOString();
 }
 
 /** Resolves when SIGTERM or SIGINT arrives; the listeners are removed afterwards. */

@@ -207,7 +207,7 @@ export function loadConnectorConfig(env: Env): ConnectorConfig {
     },
     connector: {
       name: e.CONNECTOR_NAME,
-      exportStart: e.EXPORT_START === 'earliest' ? 'earliest' : new Date(e.EXPORT_START),
+      exportStart: e.EXPORT_START,
       cursorParam: e.EXPORT_CURSOR_PARAM,
       pollIntervalMs: e.POLL_INTERVAL_MS,
       txMaxRows: e.CONNECTOR_TX_MAX_ROWS,

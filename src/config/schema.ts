@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseInstant } from '../instant.ts';
 
 const text = z.string().trim().min(1, 'must not be empty');
 const flag = z
@@ -32,10 +33,16 @@ const regex = text.refine((v) => {
     return false;
   }
 }, 'must be a valid regular expression');
-const isoOrEarliest = text.refine(
-  (v) => v === 'earliest' || !Number.isNaN(Date.parse(v)),
-  'must be "earliest" or an ISO-8601 instant',
-);
+const isoOrEarliest = text.transform((v, ctx): 'earliest' | Date => {
+  if (v === 'earliest') return v;
+  const ms = parseInstant(v);
+  if (ms !== null) return new Date(ms);
+  ctx.addIssue({
+    code: 'custom',
+    message: 'must be "earliest" or a valid ISO-8601 instant with a zone, e.g. 2026-01-31T09:30:00Z',
+  });
+  return z.NEVER;
+});
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
   message: 'must be one of fatal, error, warn, info, debug, trace, silent',
 });

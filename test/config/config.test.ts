@@ -142,4 +142,21 @@ describe('configuration', () => {
     expect(config.connector.exportStart).toEqual(new Date('2026-01-01T00:00:00Z'));
     expect(config.topics.alertsTopic).toBe('fraud.alerts.v1');
   });
+
+  it('reads an export start with an offset and sub-millisecond digits as the same instant', () => {
+    const config = loadConnectorConfig({ ...minimal, EXPORT_START: '2026-01-01T02:00:00.123456+02:00' });
+    expect(config.connector.exportStart).toEqual(new Date('2026-01-01T00:00:00.123Z'));
+  });
+
+  it.each([
+    ['a bare number', '1'],
+    ['a month and day', 'Jan 5'],
+    ['a local time without a zone', '2026-01-01T00:00:00'],
+    ['a day February does not have', '2026-02-31T00:00:00Z'],
+    ['month 13', '2026-13-01T00:00:00Z'],
+    ['hour 25', '2026-01-01T25:00:00Z'],
+  ])('refuses as EXPORT_START %s, naming the variable', (_what, value) => {
+    const problems = problemsOf(() => loadConnectorConfig({ ...minimal, EXPORT_START: value }));
+    expect(problems).toEqual([{ variable: 'EXPORT_START', message: expect.stringContaining('ISO-8601') }]);
+  });
 });

@@ -75,6 +75,11 @@ describe('mapRow', () => {
       RowErrorCodes.UPDATED_AT_INVALID,
     ],
     ['a date without time and zone', { ...good, updatedAt: '2026-11-22' }, RowErrorCodes.UPDATED_AT_INVALID],
+    [
+      'a day February does not have',
+      { ...good, updatedAt: '2026-02-31T00:00:00Z' },
+      RowErrorCodes.UPDATED_AT_INVALID,
+    ],
     ['a fractional epoch', { ...good, updatedAt: 17.5 }, RowErrorCodes.UPDATED_AT_INVALID],
     [
       'an epoch past year 9999 (beyond a Date at 8.64e15)',
