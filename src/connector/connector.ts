@@ -138,8 +138,12 @@ export function createConnector(deps: ConnectorDeps): Connector {
     metrics.setCursorCommitted(now());
   };
 
-  /** One producer session: read the cursor, then page → map → commit until stopped or failed. */
-  const runSession = async (): Promise<void> => {
+  /**
+   * One producer session: read the cursor, then page → map → commit until stopped or failed.
+   * `progressed` is called after each commit, and when caught up with nothing left to commit: the
+   * session then works end to end, upstream to Kafka.
+   */
+  const runSession = async (progressed: () => void): Promise<void> => {
     const session = await deps.openSession(controller.signal);
     sessionOpen = true;
     let inflight: Promise<void> | undefined;
@@ -173,7 +177,7 @@ export function createConnector(deps: ConnectorDeps): Connector {
           // One transaction at a time; the next page is fetched while this one commits.
           if (inflight) await inflight;
           const toCommit: Batch = { events: batch, rejected, cursor: tracker.snapshot(now()) };
-          inflight = commit(session, toCommit);
+          inflight = commit(session, toCommit).then(progressed);
           inflight.catch(swallow);
           lastCommittedPosition = position;
           batch = [];
@@ -183,6 +187,7 @@ export function createConnector(deps: ConnectorDeps): Connector {
         if (caughtUp) {
           if (inflight) await inflight;
           inflight = undefined;
+          progressed();
           metrics.setState('caught_up');
           await sleep(deps.pollIntervalMs, controller.signal);
         }
@@ -198,16 +203,26 @@ export function createConnector(deps: ConnectorDeps): Connector {
     }
   };
 
-  /** Rides out retriable failures (broker outage, upstream trouble) with a fresh session each time. */
+  /**
+   * Rides out retriable failures (broker outage, upstream trouble) with a fresh session each time.
+   * The backoff counts failures since a session last progressed (committed, or caught up), so an
+   * outage weeks after earlier ones starts again from the shortest wait. A session that opens and
+   * reads but never commits does not count as healthy: its failures keep growing the wait.
+   */
   const supervise = async (): Promise<void> => {
-    for (let attempt = 1; ; attempt++) {
+    let attempt = 0;
+    const progressed = () => {
+      attempt = 0;
+    };
+    for (;;) {
       try {
-        await runSession();
+        await runSession(progressed);
         return;
       } catch (err) {
         if (controller.signal.aborted && findError(err, 'ABORTED')) return;
         if (controller.signal.aborted) return;
         if (!isRetriable(err)) throw err;
+        attempt++;
         const delayMs = backoffDelay(Math.min(attempt, 8), defaultRetryPolicy);
         const kafka = findError(err, 'KAFKA') !== undefined;
         metrics.setState(kafka ? 'waiting_for_kafka' : 'backing_off');

@@ -10,7 +10,8 @@ import type { CursorRecord, ExportRequest } from '../../src/connector/cursor.ts'
 import { createConnectorMetrics } from '../../src/connector/metrics.ts';
 import { localPageSource } from '../../src/connector/pages.ts';
 import { KafkaError, UpstreamUnauthorizedError } from '../../src/errors.ts';
-import { silentLogger } from '../../src/logger.ts';
+import { createLogger, type Logger, silentLogger } from '../../src/logger.ts';
+import { logCapture } from '../helpers/log.ts';
 import { testEncoders } from './encoders.ts';
 
 const IBANS = ['DE89370400440532013000', 'FR1420041010050500013M02606', 'GB82WEST12345698765432'];
@@ -86,7 +87,11 @@ class FakeKafka {
   }
 }
 
-function connectorFor(feed: ExportFeed, kafka: FakeKafka, overrides: { txMaxRows?: number } = {}) {
+function connectorFor(
+  feed: ExportFeed,
+  kafka: FakeKafka,
+  overrides: { txMaxRows?: number; openSession?: () => Promise<PublishSession>; logger?: Logger } = {},
+) {
   return createConnector({
     name: 'test',
     exportStart: 'earliest',
@@ -94,9 +99,9 @@ function connectorFor(feed: ExportFeed, kafka: FakeKafka, overrides: { txMaxRows
     txMaxRows: overrides.txMaxRows ?? 3,
     txMaxMs: 60_000,
     pages: localPageSource({ feed, encoders: testEncoders(), onRetry: () => {} }),
-    openSession: () => kafka.open(),
+    openSession: overrides.openSession ?? (() => kafka.open()),
     metrics: createConnectorMetrics(new Registry()),
-    logger: silentLogger(),
+    logger: overrides.logger ?? silentLogger(),
   });
 }
 
@@ -131,6 +136,28 @@ describe('connector loop', () => {
     await connector.start();
     expect(kafka.sessions).toBe(2);
     expect(kafka.eventIds()).toEqual(['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7']);
+  });
+
+  it('starts the reconnect backoff again from the shortest wait once a session has committed', async () => {
+    const feed = new FakeFeed(2);
+    for (let i = 0; i < 4; i++) feed.add(`a${i}`, 1000 + i);
+    const kafka = new FakeKafka();
+    const log = logCapture();
+    let outages = 2;
+    const connector = connectorFor(feed, kafka, {
+      txMaxRows: 2,
+      // Two failed sessions first, then one that commits a page before its next commit fails.
+      openSession: () =>
+        outages-- > 0 ? Promise.reject(new KafkaError('broker down', { retriable: true })) : kafka.open(),
+      logger: createLogger({ level: 'warn', destination: log.stream }),
+    });
+    feed.onRequest = (n) => {
+      if (n === 2) kafka.failNextCommit = true;
+      if (n === 4) void connector.stop();
+    };
+    await connector.start();
+    expect(log.lines.filter((l) => 'attempt' in l).map((l) => l.attempt)).toEqual([1, 2, 1]);
+    expect(kafka.eventIds()).toEqual(['a0', 'a1', 'a2', 'a3']);
   });
 
   it('sends a bad row to the DLQ once even when the feed serves it again at the mark', async () => {
