@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Agent, type Dispatcher } from 'undici';
 import { ConfigError } from '../errors.ts';
+import { maskIban } from '../logger.ts';
 import { parseRetryAfter } from '../retry.ts';
 import { errorForStatus, type RequestContext } from './http-errors.ts';
 import type { TlsFiles, TlsPem } from './types.ts';
@@ -94,10 +95,22 @@ async function readExcerpt(body: Dispatcher.ResponseData['body'], apiKey: string
   return excerpt(text, apiKey);
 }
 
-/** Whitespace collapsed, length capped, and the API key removed should a server echo it back. */
+/**
+ * Text that looks like an IBAN, compact (`FR7630006000011234567890189`) or in groups of four
+ * (`de89 3704 0044 0532 0130 00`), any case. It may catch an id of the same shape: that only hides
+ * a little of a diagnostic excerpt.
+ */
+const IBAN_LIKE = /\b[A-Z]{2}\d{2}(?:[A-Z0-9]{10,30}|(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,3})?)\b/gi;
+
+/**
+ * Whitespace collapsed, the API key removed should a server echo it back, IBANs masked as in logs
+ * (an export body holds rows; SPEC §7), and the length capped after masking, so that no IBAN is
+ * cut in half and left unmasked.
+ */
 export function excerpt(text: string, apiKey: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
-  const safe = apiKey === '' ? flat : flat.split(apiKey).join('[redacted]');
+  const keyless = apiKey === '' ? flat : flat.split(apiKey).join('[redacted]');
+  const safe = keyless.replace(IBAN_LIKE, (iban) => maskIban(iban));
   return safe.length > EXCERPT_CHARS ? `${safe.slice(0, EXCERPT_CHARS)}…` : safe;
 }
 

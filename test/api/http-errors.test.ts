@@ -97,4 +97,17 @@ describe('body excerpts', () => {
     expect(excerpt('your key k3y is bad', 'k3y')).toBe('your key [redacted] is bad');
     expect(excerpt('x'.repeat(500), 'k')).toHaveLength(201);
   });
+
+  it('mask IBANs, compact or in groups of four, to the country code and last four characters', () => {
+    const body =
+      '{"rows":[{"id":"a1","iban":"FR7630006000011234567890189","n":NaN},{"iban":"de89 3704 0044 0532 0130 00"}';
+    const masked = excerpt(body, 'k3y');
+    expect(masked).toBe('{"rows":[{"id":"a1","iban":"FR…0189","n":NaN},{"iban":"DE…3000"}');
+    expect(excerpt(`${'x '.repeat(95)}GB82WEST12345698765432`, 'k3y')).not.toMatch(/GB82WEST/);
+  });
+
+  it('leave text that only starts like an IBAN alone', () => {
+    const text = 'eventId ab12cdef0123456789abcdef0123456789abcdef0123456789abcdef01234567 at 2026-01-01';
+    expect(excerpt(text, 'k3y')).toBe(text);
+  });
 });

@@ -94,6 +94,20 @@ describe('bodies', () => {
     expect(server.requests).toHaveLength(1);
   });
 
+  it('masks the IBANs of an export body that is not JSON in the error', async () => {
+    const { client } = await setup((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"rows":[{"id":"a1","iban":"FR7630006000011234567890189","reportsCount":NaN}]}');
+    });
+    const error = (await client.exportPage({}, { retry: fast }).catch((e: unknown) => e)) as Error & {
+      bodyExcerpt: string;
+    };
+    expect(error).toBeInstanceOf(UpstreamBadResponseError);
+    expect(error.message).not.toContain('FR7630006000011234567890189');
+    expect(error.message).toContain('"iban":"FR…0189"');
+    expect(error.bodyExcerpt).toContain('"iban":"FR…0189"');
+  });
+
   it.each([
     ['an array', []],
     ['no rows', { nextCursor: null }],
