@@ -105,6 +105,20 @@ function admit(
   }
 }
 
+/** The promise's value if it settles within `ms`, else undefined; its rejection is thrown. */
+async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  if (ms <= 0) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, elapsed]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export function createConnector(deps: ConnectorDeps): Connector {
   const { metrics, logger } = deps;
   const now = deps.now ?? Date.now;
@@ -161,8 +175,27 @@ export function createConnector(deps: ConnectorDeps): Connector {
       let batchStarted = now();
       let lastCommittedPosition = JSON.stringify([tracker.nextRequest(), tracker.highWaterMark]);
       let nextPage = fetchPage(tracker.nextRequest());
+      /** Commits the open transaction; one at a time, the next page is fetched meanwhile. */
+      const commitOpen = async (position: string): Promise<void> => {
+        if (inflight) await inflight;
+        const toCommit: Batch = { events: batch, rejected, cursor: tracker.snapshot(now()) };
+        inflight = commit(session, toCommit).then(progressed);
+        inflight.catch(swallow);
+        lastCommittedPosition = position;
+        batch = [];
+        rejected = [];
+        batchStarted = now();
+      };
       while (!controller.signal.aborted) {
-        const page = await nextPage;
+        let page: PreparedPage | undefined;
+        while (page === undefined) {
+          const open = batch.length + rejected.length > 0;
+          page = open ? await settledWithin(nextPage, batchStarted + deps.txMaxMs - now()) : await nextPage;
+          // The next page is slow (a 429's Retry-After, 5xx backoff): the rows read so far are
+          // committed when their transaction is CONNECTOR_TX_MAX_MS old, not when the page comes.
+          if (page === undefined)
+            await commitOpen(JSON.stringify([tracker.nextRequest(), tracker.highWaterMark]));
+        }
         metrics.setState('running');
         metrics.pages.inc();
         admit(page, tracker, batch, rejected);
@@ -173,17 +206,7 @@ export function createConnector(deps: ConnectorDeps): Connector {
         const rows = batch.length + rejected.length;
         const position = JSON.stringify([tracker.nextRequest(), tracker.highWaterMark]);
         const due = rows >= deps.txMaxRows || now() - batchStarted >= deps.txMaxMs || caughtUp;
-        if (due && (rows > 0 || position !== lastCommittedPosition)) {
-          // One transaction at a time; the next page is fetched while this one commits.
-          if (inflight) await inflight;
-          const toCommit: Batch = { events: batch, rejected, cursor: tracker.snapshot(now()) };
-          inflight = commit(session, toCommit).then(progressed);
-          inflight.catch(swallow);
-          lastCommittedPosition = position;
-          batch = [];
-          rejected = [];
-          batchStarted = now();
-        }
+        if (due && (rows > 0 || position !== lastCommittedPosition)) await commitOpen(position);
         if (caughtUp) {
           if (inflight) await inflight;
           inflight = undefined;

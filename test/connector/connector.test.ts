@@ -90,14 +90,19 @@ class FakeKafka {
 function connectorFor(
   feed: ExportFeed,
   kafka: FakeKafka,
-  overrides: { txMaxRows?: number; openSession?: () => Promise<PublishSession>; logger?: Logger } = {},
+  overrides: {
+    txMaxRows?: number;
+    txMaxMs?: number;
+    openSession?: () => Promise<PublishSession>;
+    logger?: Logger;
+  } = {},
 ) {
   return createConnector({
     name: 'test',
     exportStart: 'earliest',
     pollIntervalMs: 1,
     txMaxRows: overrides.txMaxRows ?? 3,
-    txMaxMs: 60_000,
+    txMaxMs: overrides.txMaxMs ?? 60_000,
     pages: localPageSource({ feed, encoders: testEncoders(), onRetry: () => {} }),
     openSession: overrides.openSession ?? (() => kafka.open()),
     metrics: createConnectorMetrics(new Registry()),
@@ -157,6 +162,45 @@ describe('connector loop', () => {
     };
     await connector.start();
     expect(log.lines.filter((l) => 'attempt' in l).map((l) => l.attempt)).toEqual([1, 2, 1]);
+    expect(kafka.eventIds()).toEqual(['a0', 'a1', 'a2', 'a3']);
+  });
+
+  it('commits the rows read so far once their transaction is CONNECTOR_TX_MAX_MS old, while the next page is still awaited', async () => {
+    const feed = new FakeFeed(2);
+    for (let i = 0; i < 4; i++) feed.add(`a${i}`, 1000 + i);
+    // The second page is held back, as a 429's Retry-After or a slow upstream would.
+    const held = Promise.withResolvers<void>();
+    const serve = feed.exportPage.bind(feed);
+    feed.exportPage = async (request) => {
+      if (request.cursor === '2') await held.promise;
+      return serve(request);
+    };
+    const kafka = new FakeKafka();
+    const firstCommit = Promise.withResolvers<void>();
+    const open = kafka.open.bind(kafka);
+    const connector = connectorFor(feed, kafka, {
+      txMaxRows: 100,
+      txMaxMs: 50,
+      openSession: async () => {
+        const session = await open();
+        return {
+          ...session,
+          commit: async (batch) => {
+            await session.commit(batch);
+            firstCommit.resolve();
+          },
+        };
+      },
+    });
+    feed.onRequest = (n) => {
+      if (n === 4) void connector.stop();
+    };
+    const running = connector.start();
+    await firstCommit.promise;
+    expect(kafka.eventIds()).toEqual(['a0', 'a1']);
+    expect(kafka.committed[0]?.cursor.cursor).toBe('2'); // resumes with the page still awaited
+    held.resolve();
+    await running;
     expect(kafka.eventIds()).toEqual(['a0', 'a1', 'a2', 'a3']);
   });
 
