@@ -46,18 +46,25 @@ export function untilSignal(): Promise<NodeJS.Signals> {
 }
 
 /**
- * Runs a started component until SIGTERM/SIGINT (then stops it) or until it ends by itself; a
- * failure that ends it rejects, so the command exits with that failure's code.
+ * Starts a component and runs it until SIGTERM/SIGINT (then stops it) or until it ends by itself; a
+ * failure that ends it rejects, so the command exits with that failure's code. The signal handlers
+ * are installed before start-up: a signal during a long start-up (a broker not yet reachable) was
+ * lost, and as PID 1 in a container, where a signal without a handler is dropped, the process then
+ * ran on until SIGKILL. Such a signal now stops the component as soon as it has started.
  */
 export async function serveUntilSignal(
-  running: { done: Promise<void>; stop(): Promise<void> },
+  start: () => Promise<{ done: Promise<void>; stop(): Promise<void> }>,
   logger: { info(msg: string): void },
   stopping: string,
 ): Promise<void> {
-  const outcome = await Promise.race([
-    untilSignal().then(() => 'signal' as const),
-    running.done.then(() => 'done' as const),
-  ]);
+  let started = false;
+  const signalled = untilSignal().then(() => {
+    if (!started) logger.info('stop requested during start-up: stopping once started');
+    return 'signal' as const;
+  });
+  const running = await start();
+  started = true;
+  const outcome = await Promise.race([signalled, running.done.then(() => 'done' as const)]);
   if (outcome === 'signal') {
     logger.info(stopping);
     await running.stop();

@@ -315,6 +315,17 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(await verifier.exited).toBe(0);
   });
 
+  it('stops with exit 0 on a SIGTERM that arrives during start-up, once started, instead of losing it', async () => {
+    const h = await verifierHarness();
+    const verifier = runCli(['verifier', '--instance-id', 'early-stop'], { ...h.env, LOG_LEVEL: 'debug' });
+    // kafkajs's first line: start-up is under way, the handlers are in place.
+    await verifier.logLine((l) => l.namespace !== undefined);
+    verifier.child.kill('SIGTERM');
+    await verifier.logLine((l) => l.msg === 'stop requested during start-up: stopping once started');
+    expect(await verifier.exited).toBe(0);
+    expect(verifier.stderr()).toContain('verifier stopped');
+  });
+
   it('stops with exit code 3 when the upstream refuses the API key, leaving the request unanswered', async () => {
     const h = await verifierHarness();
     const replies = await collect(h.kafka, h.config.verifier.repliesTopic);

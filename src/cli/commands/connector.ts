@@ -30,8 +30,11 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
       // Process-wide, for the main thread and the page worker alike.
       const heapGrowingPercent = boundHeapGrowth();
       logger.debug({ heapGrowingPercent: heapGrowingPercent ?? 'from the command line' }, 'V8 heap growth');
-      const running = await startConnector(config, logger);
-      await serveUntilSignal(running, logger, 'stopping: finishing the open transaction');
+      await serveUntilSignal(
+        () => startConnector(config, logger),
+        logger,
+        'stopping: finishing the open transaction',
+      );
       logger.info('connector stopped');
     });
 

@@ -14,14 +14,17 @@ export function registerVerifierCommand(program: Command, ctx: CliContext): void
     )
     .addHelpText(
       'after',
-      '\nConfigured by environment variables (see README). Exit codes: 0 stopped, 1 failure, 2 configuration, 4 fenced.',
+      '\nConfigured by environment variables (see README). Exit codes: 0 stopped, 1 failure, 2 configuration, 3 credentials refused by the upstream, 4 fenced.',
     )
     .action(async (opts: { instanceId?: string }) => {
       const config = loadVerifierConfig(ctx.env);
       const logger = createLogger({ level: config.logLevel });
       const { startVerifier } = await import('../../verifier/index.ts');
-      const running = await startVerifier(config, logger, opts.instanceId);
-      await serveUntilSignal(running, logger, 'stopping: draining in-flight verifications');
+      await serveUntilSignal(
+        () => startVerifier(config, logger, opts.instanceId),
+        logger,
+        'stopping: draining in-flight verifications',
+      );
       logger.info('verifier stopped');
     });
 }
