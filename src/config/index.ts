@@ -80,15 +80,24 @@ export interface ApiOnlyConfig extends CommonConfig {
   cursorParam: string;
 }
 
-/** Parses `env` against `shape`; every problem is reported at once, by variable name, without values. */
-function parse<S extends z.ZodRawShape>(env: Env, shape: S): z.output<z.ZodObject<S>> {
-  // Empty strings count as unset, as shells and Helm often render absent values that way.
+type Problem = { variable: string; message: string };
+
+/**
+ * The variables of `keys` that are set. Empty strings count as unset, as shells and Helm
+ * often render absent values that way.
+ */
+function presentOf(env: Env, keys: readonly string[]): Record<string, string> {
   const present: Record<string, string> = {};
-  for (const key of Object.keys(shape)) {
+  for (const key of keys) {
     const value = env[key];
     if (value !== undefined && value.trim() !== '') present[key] = value;
   }
-  const result = z.object(shape).safeParse(present);
+  return present;
+}
+
+/** Parses `env` against `shape`; every problem is reported at once, by variable name, without values. */
+function parse<S extends z.ZodRawShape>(env: Env, shape: S): z.output<z.ZodObject<S>> {
+  const result = z.object(shape).safeParse(presentOf(env, Object.keys(shape)));
   if (result.success) return result.data;
   throw new ConfigError(
     result.error.issues.map((issue) => ({
@@ -137,9 +146,9 @@ function kafkaOf(e: z.output<z.ZodObject<typeof kafkaEnv>>): {
   return { kafka, registry };
 }
 
-/** Rules that span several variables; checked only once each variable is valid on its own. */
-function crossCheck(env: Env): void {
-  const problems: { variable: string; message: string }[] = [];
+/** Rules that span several variables, reported together with the per-variable problems. */
+function crossCheck(env: Env): Problem[] {
+  const problems: Problem[] = [];
   const set = (k: string) => (env[k] ?? '').trim() !== '';
   const sasl = ['KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD'];
   if (sasl.some(set) && !sasl.every(set)) {
@@ -159,7 +168,35 @@ function crossCheck(env: Env): void {
       message: 'SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD go together',
     });
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  return problems;
+}
+
+/**
+ * Each of `variables` names a topic with its own role in one command, so no two may name the same
+ * topic: a requests topic that is also the replies topic feeds every reply back in as a request, and
+ * the connector's cursor, DLQ rows and events cannot share one. Kafka refuses to create a topic whose
+ * name differs from an existing one only by '.' against '_', so those clash too. Defaults count; a
+ * variable that is invalid on its own is reported by `parse` and left out here.
+ */
+function topicClashes(env: Env, shape: z.ZodRawShape, variables: readonly string[]): Problem[] {
+  const problems: Problem[] = [];
+  const present = presentOf(env, variables);
+  const seen = new Map<string, { variable: string; name: string }>();
+  for (const variable of variables) {
+    const schema = shape[variable];
+    if (schema === undefined) throw new Error(`${variable} is not in this command's configuration`);
+    const result = z.safeParse(schema, present[variable]);
+    if (!result.success || typeof result.data !== 'string') continue;
+    const name = result.data;
+    const first = seen.get(name.replaceAll('.', '_'));
+    if (first === undefined) {
+      seen.set(name.replaceAll('.', '_'), { variable, name });
+    } else {
+      const why = first.name === name ? '' : ' (Kafka treats "." and "_" in topic names as the same)';
+      problems.push({ variable, message: `must name a different topic from ${first.variable}${why}` });
+    }
+  }
+  return problems;
 }
 
 function common(e: z.output<z.ZodObject<typeof commonEnv>>): CommonConfig {
@@ -174,27 +211,29 @@ function freeze<T>(value: T): T {
   return value;
 }
 
-function load<S extends z.ZodRawShape, T>(env: Env, shape: S, build: (e: z.output<z.ZodObject<S>>) => T): T {
-  let parsed: z.output<z.ZodObject<S>>;
+function load<S extends z.ZodRawShape, T>(
+  env: Env,
+  shape: S,
+  distinctTopics: readonly (keyof S & string)[],
+  build: (e: z.output<z.ZodObject<S>>) => T,
+): T {
+  let parsed: z.output<z.ZodObject<S>> | undefined;
+  const problems: Problem[] = [];
   try {
     parsed = parse(env, shape);
   } catch (err) {
-    // Report cross-variable problems together with the per-variable ones.
-    try {
-      crossCheck(env);
-    } catch (more) {
-      if (err instanceof ConfigError && more instanceof ConfigError) {
-        throw new ConfigError([...err.problems, ...more.problems]);
-      }
-    }
-    throw err;
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems);
   }
-  crossCheck(env);
+  problems.push(...crossCheck(env), ...topicClashes(env, shape, distinctTopics));
+  if (parsed === undefined || problems.length > 0) throw new ConfigError(problems);
   return freeze(build(parsed));
 }
 
 export function loadConnectorConfig(env: Env): ConnectorConfig {
-  return load(env, { ...apiEnv, ...kafkaEnv, ...alertsEnv, ...connectorEnv, ...commonEnv }, (e) => ({
+  const shape = { ...apiEnv, ...kafkaEnv, ...alertsEnv, ...connectorEnv, ...commonEnv };
+  const topics = ['ALERTS_TOPIC', 'ALERTS_DLQ_TOPIC', 'CONNECTOR_OFFSETS_TOPIC'] as const;
+  return load(env, shape, topics, (e) => ({
     ...common(e),
     api: apiOf(e),
     ...kafkaOf(e),
@@ -226,6 +265,7 @@ export function loadVerifierConfig(env: Env): VerifierConfig {
       TOPIC_REPLICATION_FACTOR: alertsEnv.TOPIC_REPLICATION_FACTOR,
       ...commonEnv,
     },
+    ['VERIFY_REQUESTS_TOPIC', 'VERIFY_REPLIES_TOPIC', 'VERIFY_DLQ_TOPIC'],
     (e) => ({
       ...common(e),
       api: apiOf(e),
@@ -247,7 +287,7 @@ export function loadVerifierConfig(env: Env): VerifierConfig {
 }
 
 export function loadReplayConfig(env: Env): ReplayConfig {
-  return load(env, { ...kafkaEnv, ALERTS_TOPIC: alertsEnv.ALERTS_TOPIC, ...commonEnv }, (e) => ({
+  return load(env, { ...kafkaEnv, ALERTS_TOPIC: alertsEnv.ALERTS_TOPIC, ...commonEnv }, [], (e) => ({
     ...common(e),
     ...kafkaOf(e),
     alertsTopic: e.ALERTS_TOPIC,
@@ -258,6 +298,7 @@ export function loadApiConfig(env: Env): ApiOnlyConfig {
   return load(
     env,
     { ...apiEnv, EXPORT_CURSOR_PARAM: connectorEnv.EXPORT_CURSOR_PARAM, ...commonEnv },
+    [],
     (e) => ({ ...common(e), api: apiOf(e), cursorParam: e.EXPORT_CURSOR_PARAM }),
   );
 }

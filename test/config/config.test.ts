@@ -122,6 +122,96 @@ describe('configuration', () => {
     ]);
   });
 
+  it("refuses one topic name for the verifier's requests, replies and DLQ, naming the clashing variables", () => {
+    const problems = problemsOf(() =>
+      loadVerifierConfig({
+        ...minimal,
+        VERIFY_REQUESTS_TOPIC: 't',
+        VERIFY_REPLIES_TOPIC: 't',
+        VERIFY_DLQ_TOPIC: 't',
+      }),
+    );
+    expect(problems).toEqual([
+      { variable: 'VERIFY_REPLIES_TOPIC', message: 'must name a different topic from VERIFY_REQUESTS_TOPIC' },
+      { variable: 'VERIFY_DLQ_TOPIC', message: 'must name a different topic from VERIFY_REQUESTS_TOPIC' },
+    ]);
+  });
+
+  it("refuses one topic name for the connector's alerts, DLQ and cursor, naming the clashing variables", () => {
+    const problems = problemsOf(() =>
+      loadConnectorConfig({
+        ...minimal,
+        ALERTS_TOPIC: 't',
+        ALERTS_DLQ_TOPIC: 't',
+        CONNECTOR_OFFSETS_TOPIC: 't',
+        ALERTS_TOPIC_PARTITIONS: '1',
+      }),
+    );
+    expect(problems).toEqual([
+      { variable: 'ALERTS_DLQ_TOPIC', message: 'must name a different topic from ALERTS_TOPIC' },
+      { variable: 'CONNECTOR_OFFSETS_TOPIC', message: 'must name a different topic from ALERTS_TOPIC' },
+    ]);
+  });
+
+  it("refuses a topic variable set to another role's default name", () => {
+    expect(
+      problemsOf(() => loadVerifierConfig({ ...minimal, VERIFY_DLQ_TOPIC: ' vop.verification.replies.v1 ' })),
+    ).toEqual([
+      { variable: 'VERIFY_DLQ_TOPIC', message: 'must name a different topic from VERIFY_REPLIES_TOPIC' },
+    ]);
+    expect(
+      problemsOf(() => loadConnectorConfig({ ...minimal, CONNECTOR_OFFSETS_TOPIC: 'fraud.alerts.v1' })),
+    ).toEqual([
+      { variable: 'CONNECTOR_OFFSETS_TOPIC', message: 'must name a different topic from ALERTS_TOPIC' },
+    ]);
+  });
+
+  it('refuses topic names that differ only by "." against "_", which Kafka will not create side by side', () => {
+    expect(
+      problemsOf(() =>
+        loadConnectorConfig({ ...minimal, ALERTS_TOPIC: 'fraud_alerts', ALERTS_DLQ_TOPIC: 'fraud.alerts' }),
+      ),
+    ).toEqual([
+      {
+        variable: 'ALERTS_DLQ_TOPIC',
+        message:
+          'must name a different topic from ALERTS_TOPIC (Kafka treats "." and "_" in topic names as the same)',
+      },
+    ]);
+  });
+
+  it('reports clashing topics together with the other problems, and leaves an invalid topic to its own message', () => {
+    const problems = problemsOf(() =>
+      loadVerifierConfig({
+        ...minimal,
+        API_KEY: '',
+        KAFKA_SASL_USERNAME: 'svc',
+        VERIFY_REQUESTS_TOPIC: 'same',
+        VERIFY_REPLIES_TOPIC: 'same',
+        VERIFY_DLQ_TOPIC: 'not a topic',
+      }),
+    );
+    expect(problems.map((p) => p.variable).sort()).toEqual(
+      [
+        'API_KEY',
+        'KAFKA_SASL_MECHANISM',
+        'KAFKA_SASL_PASSWORD',
+        'VERIFY_DLQ_TOPIC',
+        'VERIFY_REPLIES_TOPIC',
+      ].sort(),
+    );
+    expect(problems.find((p) => p.variable === 'VERIFY_DLQ_TOPIC')?.message).toBe(
+      'must be a valid Kafka topic name',
+    );
+  });
+
+  it('lets replay and the other commands use their own topic names freely', () => {
+    const env = { ...minimal, ALERTS_TOPIC: 'shared', VERIFY_REQUESTS_TOPIC: 'shared' };
+    expect(loadReplayConfig(env).alertsTopic).toBe('shared');
+    expect(loadConnectorConfig(env).topics.alertsTopic).toBe('shared');
+    expect(loadVerifierConfig(env).verifier.requestsTopic).toBe('shared');
+  });
+
   it('asks replay for Kafka and the registry only, and the api command for the upstream only', () => {
     expect(loadReplayConfig({ KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r' }).alertsTopic).toBe(
       'fraud.alerts.v1',
