@@ -5,13 +5,23 @@ const text = z.string().trim().min(1, 'must not be empty');
 const flag = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], { message: 'must be true or false' })
   .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
+// The range is checked here rather than by z.number(): past 2^53 its .int() adds a second message of
+// its own for the same variable, and past 1e308 the value is Infinity, which it refuses as not a
+// number. Number() keeps the order of any digit string, so the bounds hold for those too.
 const int = (min: number, max: number) =>
   z
     .string()
     .trim()
     .regex(/^-?\d+$/, 'must be an integer')
-    .transform(Number)
-    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+    .transform((v, ctx) => {
+      const n = Number(v);
+      if (n >= min && n <= max) return n;
+      ctx.addIssue({
+        code: 'custom',
+        message: n < min ? `must be at least ${min}` : `must be at most ${max}`,
+      });
+      return z.NEVER;
+    });
 const httpUrl = text.refine((v) => {
   try {
     const url = new URL(v);
@@ -20,11 +30,21 @@ const httpUrl = text.refine((v) => {
     return false;
   }
 }, 'must be an http(s) URL');
-const topic = text.regex(/^[a-zA-Z0-9._-]{1,249}$/, 'must be a valid Kafka topic name');
+// Kafka's own rule (org.apache.kafka.common.internals.Topic): 1-249 of these characters, and not
+// "." or "..".
+const topic = text
+  .regex(/^[a-zA-Z0-9._-]{1,249}$/, 'must be a valid Kafka topic name')
+  .refine((v) => v !== '.' && v !== '..', 'must be a valid Kafka topic name, not "." or ".."');
 const brokerList = text.refine(
-  (v) => v.split(',').every((b) => /^[^\s:,]+:\d{1,5}$/.test(b.trim())),
-  'must be a comma-separated list of host:port',
+  (v) =>
+    v.split(',').every((b) => {
+      const port = /^[^\s:,]+:(\d{1,5})$/.exec(b.trim())?.[1];
+      return port !== undefined && Number(port) >= 1 && Number(port) <= 65_535;
+    }),
+  'must be a comma-separated list of host:port, each port 1 to 65535',
 );
+// 0 is in no broker's range (CreateTopics answers INVALID_REPLICATION_FACTOR); -1 is the broker's default.
+const replicationFactor = int(-1, 32).refine((v) => v !== 0, 'must be -1 (the broker default) or 1 to 32');
 const regex = text.refine((v) => {
   try {
     new RegExp(v);
@@ -77,7 +97,7 @@ export const alertsEnv = {
   ALERTS_TOPIC: topic.default('fraud.alerts.v1'),
   ALERTS_TOPIC_PARTITIONS: int(1, 10_000).default(6),
   ALERTS_DLQ_TOPIC: topic.default('fraud.alerts.dlq.v1'),
-  TOPIC_REPLICATION_FACTOR: int(-1, 32).default(-1),
+  TOPIC_REPLICATION_FACTOR: replicationFactor.default(-1),
 };
 
 export const connectorEnv = {

@@ -212,6 +212,84 @@ describe('configuration', () => {
     expect(loadVerifierConfig(env).verifier.requestsTopic).toBe('shared');
   });
 
+  it.each([
+    ['port 0', 'k1:0'],
+    ['a port past 65535', 'k1:9092,k2:99999'],
+    ['port 65536', 'k1:65536'],
+  ])('refuses in KAFKA_BROKERS %s, naming the variable', (_what, value) => {
+    expect(problemsOf(() => loadReplayConfig({ ...minimal, KAFKA_BROKERS: value }))).toEqual([
+      {
+        variable: 'KAFKA_BROKERS',
+        message: 'must be a comma-separated list of host:port, each port 1 to 65535',
+      },
+    ]);
+  });
+
+  it('takes broker ports 1 and 65535', () => {
+    expect(loadReplayConfig({ ...minimal, KAFKA_BROKERS: 'k1:1,k2:65535' }).kafka.brokers).toEqual([
+      'k1:1',
+      'k2:65535',
+    ]);
+  });
+
+  it('refuses replication factor 0, which every broker refuses, and takes -1 and 1 to 32', () => {
+    for (const load of [loadConnectorConfig, loadVerifierConfig]) {
+      expect(problemsOf(() => load({ ...minimal, TOPIC_REPLICATION_FACTOR: '0' }))).toEqual([
+        { variable: 'TOPIC_REPLICATION_FACTOR', message: 'must be -1 (the broker default) or 1 to 32' },
+      ]);
+    }
+    for (const [value, expected] of [
+      ['-1', -1],
+      ['1', 1],
+      ['32', 32],
+    ] as const) {
+      expect(
+        loadConnectorConfig({ ...minimal, TOPIC_REPLICATION_FACTOR: value }).topics.replicationFactor,
+      ).toBe(expected);
+    }
+  });
+
+  it.each(['.', '..'])('refuses the topic name "%s", which Kafka does not allow', (name) => {
+    expect(problemsOf(() => loadReplayConfig({ ...minimal, ALERTS_TOPIC: name }))).toEqual([
+      { variable: 'ALERTS_TOPIC', message: 'must be a valid Kafka topic name, not "." or ".."' },
+    ]);
+    expect(problemsOf(() => loadVerifierConfig({ ...minimal, VERIFY_DLQ_TOPIC: name }))).toEqual([
+      { variable: 'VERIFY_DLQ_TOPIC', message: 'must be a valid Kafka topic name, not "." or ".."' },
+    ]);
+  });
+
+  it("takes topic names of Kafka's legal characters up to 249 long, and refuses 250", () => {
+    const longest = `a.-_${'b'.repeat(245)}`;
+    expect(loadReplayConfig({ ...minimal, ALERTS_TOPIC: longest }).alertsTopic).toBe(longest);
+    expect(loadReplayConfig({ ...minimal, ALERTS_TOPIC: '...' }).alertsTopic).toBe('...');
+    expect(problemsOf(() => loadReplayConfig({ ...minimal, ALERTS_TOPIC: `${longest}c` }))).toEqual([
+      { variable: 'ALERTS_TOPIC', message: 'must be a valid Kafka topic name' },
+    ]);
+  });
+
+  it.each([
+    ['past 2^53', '99999999999999999999999', 'must be at most 86400000'],
+    ['past the largest double', '9'.repeat(400), 'must be at most 86400000'],
+    ['below -2^53', '-99999999999999999999999', 'must be at least 0'],
+  ])('reports an integer %s once, naming the variable', (_what, value, message) => {
+    expect(problemsOf(() => loadConnectorConfig({ ...minimal, POLL_INTERVAL_MS: value }))).toEqual([
+      { variable: 'POLL_INTERVAL_MS', message },
+    ]);
+  });
+
+  it('keeps the integer bounds inclusive', () => {
+    expect(loadConnectorConfig({ ...minimal, POLL_INTERVAL_MS: '86400000' }).connector.pollIntervalMs).toBe(
+      86_400_000,
+    );
+    expect(loadConnectorConfig({ ...minimal, POLL_INTERVAL_MS: ' 0 ' }).connector.pollIntervalMs).toBe(0);
+    expect(problemsOf(() => loadConnectorConfig({ ...minimal, POLL_INTERVAL_MS: '86400001' }))).toEqual([
+      { variable: 'POLL_INTERVAL_MS', message: 'must be at most 86400000' },
+    ]);
+    expect(problemsOf(() => loadConnectorConfig({ ...minimal, POLL_INTERVAL_MS: '1.5' }))).toEqual([
+      { variable: 'POLL_INTERVAL_MS', message: 'must be an integer' },
+    ]);
+  });
+
   it('asks replay for Kafka and the registry only, and the api command for the upstream only', () => {
     expect(loadReplayConfig({ KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r' }).alertsTopic).toBe(
       'fraud.alerts.v1',
