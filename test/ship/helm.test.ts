@@ -10,6 +10,7 @@ import {
   kafkaEnv,
   verifierEnv,
 } from '../../src/config/schema.ts';
+import { parseInstant } from '../../src/instant.ts';
 import {
   chartDir,
   ciValues,
@@ -239,11 +240,38 @@ describe('helm values validation', { timeout: 60_000 }, () => {
     ['a broker list that is not host:port', ['--set', 'kafka.brokers=kafka'], 'brokers'],
     ['a topic name Kafka would refuse', ['--set', 'connector.alertsTopic=fraud alerts'], 'alertsTopic'],
     ['a verifier port out of range', ['--set', 'httpPort=70000'], 'httpPort'],
+    ['a start date with no time', ['--set-string', 'connector.exportStart=2026-01-31'], 'exportStart'],
+    [
+      'a start time with no zone',
+      ['--set-string', 'connector.exportStart=2026-01-31T09:30:00'],
+      'exportStart',
+    ],
   ])('the values schema rejects %s', async (_, args, named) => {
     const { code, stderr } = await template([...ciValues('lint'), ...args]);
     expect(code).not.toBe(0);
     expect(stderr).toContain('values don');
     expect(stderr).toContain(named);
+  });
+
+  it('accepts as connector.exportStart exactly the forms of instant the connector reads', async () => {
+    const values = [
+      '2026-01-31T09:30:00Z',
+      '2026-01-31T09:30+01:00',
+      '2026-01-31t09:30:00.123456-0530',
+      '2026-01-31T09:30:00z',
+      '2026-01-31',
+      '2026-01-31T09:30:00',
+      '2026-01-31T09:30:00 Z',
+      '2026-01-31Tgarbage',
+      '20260131T093000Z',
+    ];
+    const results = await Promise.all(
+      values.map((v) => template([...ciValues('lint'), '--set-string', `connector.exportStart=${v}`])),
+    );
+    const chart = values.map((v, i) => [v, results[i]?.code === 0]);
+    // The schema checks the form only; the connector also refuses a date that does not exist (Feb 30).
+    expect(chart).toEqual(values.map((v) => [v, parseInstant(v) !== null]));
+    expect(chart.filter(([, ok]) => ok)).toHaveLength(4);
   });
 
   it('refuses to render without the required settings, naming each', async () => {
