@@ -60,10 +60,20 @@ function deadlineGuard(signal: AbortSignal | undefined, deadline: number | undef
     Math.max(0, deadline - Date.now()),
   );
   timer.unref();
+  // The caller's signal is followed by a listener removed after the call, not by AbortSignal.any:
+  // on Node 24 a signal combined with a long-lived one (a component's stop signal) stays reachable
+  // from it, ~1 KB per call, until that one aborts (AbortSignal.any alone, measured: 1.1 GB still
+  // reachable after a million, against 4 MB when both signals are short-lived).
+  const follow = () => controller.abort(signal?.reason);
+  if (signal?.aborted) follow();
+  else signal?.addEventListener('abort', follow, { once: true });
   return {
-    signal: signal ? AbortSignal.any([signal, controller.signal]) : controller.signal,
+    signal: controller.signal,
     hit: () => hit,
-    dispose: () => clearTimeout(timer),
+    dispose: () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', follow);
+    },
   };
 }
 

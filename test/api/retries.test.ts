@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiClient, createApiClient, type RetryInfo } from '../../src/api/index.ts';
 import {
@@ -127,6 +128,24 @@ describe('retries', () => {
       expect(answer.partyNameMatch).toBeDefined();
     }
     expect(statuses()).toEqual([200, 200]);
+  });
+
+  it('follows a long-lived caller signal during a call with a deadline, and leaves nothing on it after', async () => {
+    const stopping = new AbortController();
+    const iban = 'DE89370400440532013000';
+    for (let i = 0; i < 3; i++)
+      await client.verify(
+        { iban, party: { name: 'A' } },
+        { signal: stopping.signal, deadline: Date.now() + 10_000 },
+      );
+    expect(getEventListeners(stopping.signal, 'abort')).toHaveLength(0);
+    sandbox.setFaults({ latencyMs: 3000 });
+    const cut = client.verify(
+      { iban, party: { name: 'A' } },
+      { signal: stopping.signal, deadline: Date.now() + 10_000 },
+    );
+    stopping.abort(new Error('stopping'));
+    await expect(cut).rejects.toBeInstanceOf(AbortedError);
   });
 
   it('does not send a request whose deadline has already passed', async () => {
