@@ -189,10 +189,24 @@ describe('helm chart', { timeout: 60_000 }, () => {
       minReplicas: 2,
       maxReplicas: 6,
     });
-    expect(find(full.objects, 'PodDisruptionBudget', '-verifier').spec).toMatchObject({
-      minAvailable: 1,
-      selector: { matchLabels: { 'app.kubernetes.io/component': 'verifier' } },
+    expect(find(full.objects, 'PodDisruptionBudget', '-verifier').spec).toEqual({
+      maxUnavailable: 1,
+      selector: { matchLabels: expect.objectContaining({ 'app.kubernetes.io/component': 'verifier' }) },
     });
+  });
+
+  it('lets a node drain evict a verifier whatever the replica count, one verifier at a time', async () => {
+    // A budget of minAvailable: 1 over one replica refuses every eviction and `kubectl drain` hangs.
+    for (const values of [
+      ['--set', 'verifier.replicas=1'],
+      ['--set', 'verifier.autoscaling.enabled=true', '--set', 'verifier.autoscaling.minReplicas=1'],
+      ['--set', 'verifier.replicas=6'],
+    ]) {
+      const { objects } = await render([...ciValues('lint'), ...values]);
+      const spec = find(objects, 'PodDisruptionBudget', '-verifier').spec as Record<string, unknown>;
+      expect(spec.maxUnavailable, values.join(' ')).toBe(1);
+      expect(spec.minAvailable, values.join(' ')).toBeUndefined();
+    }
   });
 
   it('exposes every pod’s metrics through a Service the ServiceMonitor selects', () => {
@@ -241,6 +255,11 @@ describe('helm values validation', { timeout: 60_000 }, () => {
     ['a topic name Kafka would refuse', ['--set', 'connector.alertsTopic=fraud alerts'], 'alertsTopic'],
     ['a verifier port out of range', ['--set', 'httpPort=70000'], 'httpPort'],
     ['a start date with no time', ['--set-string', 'connector.exportStart=2026-01-31'], 'exportStart'],
+    [
+      'a disruption budget that lets no verifier be evicted',
+      ['--set', 'verifier.podDisruptionBudget.maxUnavailable=0'],
+      'maxUnavailable',
+    ],
     [
       'a start time with no zone',
       ['--set-string', 'connector.exportStart=2026-01-31T09:30:00'],
