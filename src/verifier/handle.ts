@@ -65,7 +65,12 @@ function requestHeaders(record: IncomingRecord): Record<string, Buffer> {
 }
 
 /** Turns one request record into the records that answer it: exactly one reply, and a DLQ copy when unreadable. */
-export async function handleRequest(record: IncomingRecord, deps: HandlerDeps): Promise<OutgoingRecord[]> {
+export async function handleRequest(
+  record: IncomingRecord,
+  deps: HandlerDeps,
+  /** Ends the upstream call (a stop that could not wait for it); the request is then not answered here. */
+  signal?: AbortSignal,
+): Promise<OutgoingRecord[]> {
   const now = deps.now ?? Date.now;
   const { config, metrics, logger } = deps;
   const key = record.key?.toString('utf8') || null;
@@ -126,6 +131,7 @@ export async function handleRequest(record: IncomingRecord, deps: HandlerDeps): 
             // The API client ends an attempt at the deadline and does not back off past it.
             deadline,
             retry: { retries: Number.POSITIVE_INFINITY, initialDelayMs: 50, maxDelayMs: 1000 },
+            ...(signal && { signal }),
           },
         );
         const latency = performance.now() - started;

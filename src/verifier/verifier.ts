@@ -10,7 +10,17 @@ export interface VerifierDeps extends HandlerDeps {
   /** Stable per instance, so a restarted instance fences its former self and settles its open transaction. */
   transactionalId: string;
   logger: Logger;
+  /** How long stop() waits for verifications in flight (default DRAIN_TIMEOUT_MS). */
+  drainTimeoutMs?: number;
 }
+
+/**
+ * How long a stop waits for the verifications in flight: 20 s, inside the 30 s grace Kubernetes
+ * (and the chart) give a pod after SIGTERM, leaving time to commit and leave the group. Requests
+ * due later than that (long deadlines, a slow upstream) are left unanswered and uncommitted: the
+ * instance that takes their partitions answers them.
+ */
+export const DRAIN_TIMEOUT_MS = 20_000;
 
 export interface Verifier {
   start(): Promise<void>;
@@ -71,6 +81,8 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   let stopping = false;
   let joined = false;
   const inFlight = new Set<Promise<void>>();
+  /** Ends the upstream calls a stop could not wait for. */
+  const abandon = new AbortController();
   let fail!: (err: unknown) => void;
   let finish!: () => void;
   const done = new Promise<void>((resolve, reject) => {
@@ -166,7 +178,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
           slots.release();
           continue;
         }
-        const work = handleRequest(record, deps)
+        const work = handleRequest(record, deps, abandon.signal)
           .then((records) => {
             // false: the partition was reassigned meanwhile, and its new owner answers this request.
             if (progress.complete(dispatched, records)) commits.request();
@@ -209,8 +221,25 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     },
     async stop() {
       stopping = true;
-      await Promise.allSettled([...inFlight]);
+      const drained = Promise.allSettled([...inFlight]).then(() => true);
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), deps.drainTimeoutMs ?? DRAIN_TIMEOUT_MS);
+      });
+      const allDone = await Promise.race([drained, timedOut]);
+      clearTimeout(timer);
       await commits.flush();
+      if (!allDone) {
+        // What is still in flight stays uncommitted, for the partitions' next owner to answer.
+        logger.warn(
+          { inFlight: inFlight.size },
+          'verifications still in flight at the drain timeout: left unanswered',
+        );
+        progress.retain(() => false);
+        abandon.abort();
+        await Promise.allSettled([...inFlight]);
+        await commits.flush();
+      }
       await consumer.close().catch(() => {});
       await Promise.allSettled(producers.map((p) => p.close()));
       finish();

@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { loadVerifierConfig } from '../../src/config/index.ts';
+import { AbortedError } from '../../src/errors.ts';
 import type {
   ConsumedBatch,
   GroupConsumerOptions,
@@ -15,14 +16,26 @@ import { createVerifier } from '../../src/verifier/verifier.ts';
 /** An upstream answer the test releases when it chooses. */
 function heldAnswers() {
   const held: PromiseWithResolvers<{ partyNameMatch: 'MTCH' }>[] = [];
+  const aborted: number[] = [];
+  const released = new Set<number>();
   return {
     held,
-    verify: () => {
+    /** Indexes of the calls ended by their signal. */
+    aborted,
+    verify: (_request: unknown, options?: { signal?: AbortSignal }) => {
       const answer = Promise.withResolvers<{ partyNameMatch: 'MTCH' }>();
-      held.push(answer);
+      const index = held.push(answer) - 1;
+      options?.signal?.addEventListener('abort', () => {
+        if (released.has(index)) return;
+        aborted.push(index);
+        answer.reject(new AbortedError('call aborted'));
+      });
       return answer.promise;
     },
-    release: (i: number) => held[i]?.resolve({ partyNameMatch: 'MTCH' }),
+    release: (i: number) => {
+      released.add(i);
+      held[i]?.resolve({ partyNameMatch: 'MTCH' });
+    },
   };
 }
 
@@ -63,7 +76,13 @@ function batchOf(
 }
 
 /** A verifier on a stand-in Kafka client that hands the test its consumer's callbacks. */
-async function startedVerifier(options: { concurrency?: number; verify?: () => Promise<unknown> } = {}) {
+async function startedVerifier(
+  options: {
+    concurrency?: number;
+    verify?: (request: unknown, options?: { signal?: AbortSignal }) => Promise<unknown>;
+    drainTimeoutMs?: number;
+  } = {},
+) {
   let consumerOptions: GroupConsumerOptions | undefined;
   /** The transactions committed: their records' keys and the offsets they commit. */
   const transactions: { keys: string[]; offsets: { partition: number; offset: string }[] }[] = [];
@@ -107,6 +126,7 @@ async function startedVerifier(options: { concurrency?: number; verify?: () => P
     partitionCount: async () => 3,
     metrics: createVerifierMetrics(new Registry()),
     logger: silentLogger(),
+    ...(options.drainTimeoutMs !== undefined && { drainTimeoutMs: options.drainTimeoutMs }),
   });
   await verifier.start();
   if (!consumerOptions) throw new Error('the verifier made no consumer');
@@ -219,5 +239,19 @@ describe('verifier in-flight work', () => {
     await Promise.all([waiting, stopped]);
     expect(upstream.held).toHaveLength(1);
     expect(transactions).toEqual([{ keys: ['r-0-0'], offsets: [{ partition: 0, offset: '1' }] }]);
+  });
+
+  it('stops within its drain timeout: what finished is committed, a call still in flight is ended and left for the next owner', async () => {
+    const upstream = heldAnswers();
+    const { verifier, consumer, transactions } = await startedVerifier({
+      verify: upstream.verify,
+      drainTimeoutMs: 50,
+    });
+    await consumer.eachBatch(batchOf(0, [0])); // never answered
+    await consumer.eachBatch(batchOf(1, [0]));
+    upstream.release(1);
+    await verifier.stop();
+    expect(upstream.aborted).toEqual([0]);
+    expect(transactions).toEqual([{ keys: ['r-1-0'], offsets: [{ partition: 1, offset: '1' }] }]);
   });
 });
