@@ -3,10 +3,11 @@ import { type FraudlinkError, SchemaRegistryError } from '../errors.ts';
 /**
  * Socket-level failures. mappersmith, the HTTP layer of @kafkajs/confluent-schema-registry, reports a
  * failed connection as a response of status 400 whose message is the socket error's, and drops the
- * original error: its code survives only in the message text.
+ * original error: its code survives only in the message text. A request that reached its timeout
+ * (registry.ts sets one on each) is reported the same way, as "Timeout (10000ms)".
  */
 const NETWORK_FAILURE =
-  /\b(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EPIPE|socket hang up)\b/;
+  /\b(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EPIPE|socket hang up)\b|\bTimeout \(\d+ ?ms\)/;
 
 function statusOf(err: unknown): number | undefined {
   const status = (err as { status?: unknown } | null)?.status;

@@ -24,7 +24,35 @@ export interface SchemaRegistryOptions extends RegistryConfig {
    * Apicurio answers with its global default even for a subject without a rule. Default BACKWARD.
    */
   compatibility?: RegistryCompatibility;
+  /** Longest time one registry HTTP request may go without a byte moving; default REGISTRY_TIMEOUT_MS. */
+  timeoutMs?: number;
 }
+
+/**
+ * 10 s, the same budget API_TIMEOUT_MS gives an upstream call by default. A healthy registry answers
+ * a lookup in milliseconds and a registration (written to its store first) well within that, so only
+ * a stuck registry reaches it: start-up, a verifier batch or a replay waiting on an uncached schema id
+ * then fails with a retriable SchemaRegistryError instead of waiting for ever (Node's HTTP client has
+ * no timeout of its own).
+ */
+export const REGISTRY_TIMEOUT_MS = 10_000;
+
+type RegistryMiddleware = NonNullable<ConstructorParameters<typeof SchemaRegistry>[0]['middlewares']>[number];
+
+/**
+ * Gives every request the client sends mappersmith's per-request `timeout`, an idle timeout on its
+ * socket: it fires once nothing has moved for that long, while connecting, awaiting the answer or
+ * mid-body (a registry trickling bytes slower than that would not be cut off). mappersmith then aborts
+ * the request and fails it as "Timeout (10000ms)", which its retry middleware does not retry, so a
+ * stuck registry fails the call within one timeout.
+ */
+const timeoutMiddleware =
+  (timeoutMs: number): RegistryMiddleware =>
+  () => ({
+    async prepareRequest(next) {
+      return (await next()).enhance({ timeout: timeoutMs });
+    },
+  });
 
 export interface Decoded {
   schemaId: number;
@@ -61,7 +89,11 @@ function decodeWith(reader: Reader, schemaId: number, body: Buffer): Decoded {
 }
 
 export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegistryClient {
-  const args: ConstructorParameters<typeof SchemaRegistry>[0] = { host: options.url, retry: { retries: 5 } };
+  const args: ConstructorParameters<typeof SchemaRegistry>[0] = {
+    host: options.url,
+    retry: { retries: 5 },
+    middlewares: [timeoutMiddleware(options.timeoutMs ?? REGISTRY_TIMEOUT_MS)],
+  };
   if (options.auth) args.auth = options.auth;
   const registry = new SchemaRegistry(args, { forSchemaOptions: avroOptions() });
   const compatibility = COMPATIBILITY[options.compatibility ?? 'BACKWARD'];

@@ -1,0 +1,98 @@
+import { once } from 'node:events';
+import { createServer, type Server, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isRetriable, SchemaRegistryError } from '../../src/errors.ts';
+import { createSchemaRegistry, REGISTRY_TIMEOUT_MS } from '../../src/kafka/registry.ts';
+import { loadSchema, SchemaNames } from '../../src/schemas.ts';
+
+/** A registry that accepts connections and then never answers (or answers only `partial`). */
+async function stuckRegistry(partial?: string): Promise<{ url: string; connections: () => number }> {
+  const sockets: Socket[] = [];
+  const server: Server = createServer((socket) => {
+    sockets.push(socket);
+    socket.on('error', () => {});
+    if (partial !== undefined) socket.once('data', () => socket.write(partial));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  servers.push({ server, sockets });
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/apis/ccompat/v7`, connections: () => sockets.length };
+}
+
+const servers: { server: Server; sockets: Socket[] }[] = [];
+afterEach(async () => {
+  for (const { server, sockets } of servers.splice(0)) {
+    for (const socket of sockets) socket.destroy();
+    server.close();
+    await once(server, 'close');
+  }
+});
+
+const wireFormat = (schemaId: number) => Buffer.from([0, 0, 0, 0, schemaId, 2, 3]);
+
+async function failureOf(call: Promise<unknown>): Promise<{ err: unknown; ms: number }> {
+  const started = performance.now();
+  const err = await call.then(
+    () => new Error('expected the call to fail'),
+    (e: unknown) => e,
+  );
+  return { err, ms: performance.now() - started };
+}
+
+describe('schema registry client against a registry that never answers', () => {
+  it('fails a decode of an uncached schema id within its timeout with a retriable SchemaRegistryError', async () => {
+    const stuck = await stuckRegistry();
+    const registry = createSchemaRegistry({ url: stuck.url, timeoutMs: 300 });
+    const { err, ms } = await failureOf(registry.decode(wireFormat(7)));
+    expect(err).toBeInstanceOf(SchemaRegistryError);
+    expect(isRetriable(err)).toBe(true);
+    expect((err as Error).message).toMatch(/^reading schema id 7 failed: .*Timeout \(300ms\)/);
+    expect(ms).toBeGreaterThanOrEqual(250);
+    expect(ms).toBeLessThan(3000);
+    // A timeout is not retried inside the client (the caller's retry decides), and the next decode asks again.
+    expect(stuck.connections()).toBe(1);
+    await failureOf(registry.decode(wireFormat(7)));
+    expect(stuck.connections()).toBe(2);
+  });
+
+  it('fails a registration and an encoder within the timeout with a retriable SchemaRegistryError', async () => {
+    const stuck = await stuckRegistry();
+    const registry = createSchemaRegistry({ url: stuck.url, timeoutMs: 300 });
+    for (const call of [
+      () => registry.register('alerts', loadSchema(SchemaNames.AlertUpserted)),
+      () => registry.encoder('alerts', loadSchema(SchemaNames.AlertUpserted)),
+    ]) {
+      const { err, ms } = await failureOf(call());
+      expect(err).toBeInstanceOf(SchemaRegistryError);
+      expect(isRetriable(err)).toBe(true);
+      expect((err as Error).message).toMatch(/^registering alerts-fraudlink.alerts.AlertUpserted failed: /);
+      expect(ms).toBeLessThan(3000);
+    }
+  });
+
+  it('fails a response that stops half way within the timeout', async () => {
+    const stuck = await stuckRegistry(
+      'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"schema":',
+    );
+    const registry = createSchemaRegistry({ url: stuck.url, timeoutMs: 300 });
+    const { err, ms } = await failureOf(registry.decode(wireFormat(9)));
+    expect(err).toBeInstanceOf(SchemaRegistryError);
+    expect(isRetriable(err)).toBe(true);
+    expect(ms).toBeLessThan(3000);
+  });
+
+  it(
+    'gives up by default after REGISTRY_TIMEOUT_MS rather than waiting for ever',
+    async () => {
+      const stuck = await stuckRegistry();
+      const registry = createSchemaRegistry({ url: stuck.url });
+      const { err, ms } = await failureOf(registry.decode(wireFormat(7)));
+      expect(err).toBeInstanceOf(SchemaRegistryError);
+      expect(isRetriable(err)).toBe(true);
+      expect(ms).toBeGreaterThanOrEqual(REGISTRY_TIMEOUT_MS - 100);
+      expect(ms).toBeLessThan(REGISTRY_TIMEOUT_MS + 3000);
+    },
+    REGISTRY_TIMEOUT_MS + 5000,
+  );
+});
