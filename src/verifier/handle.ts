@@ -156,12 +156,15 @@ export async function handleRequest(
 
   if (result && requestId !== null) {
     metrics.requests.inc({ outcome: result.outcome, match: result.nameMatch ?? 'none' });
-    const route = replyRouteOf(record.headers, config.repliesTopic, config.replyTopicsAllowed);
+    const route = replyRouteOf(record.headers, config.repliesTopic, config.replyTopicsAllowed, [
+      config.requestsTopic,
+      config.dlqTopic,
+    ]);
     if (route.refusedTopic !== undefined) {
       metrics.refusedReplyTopics.inc();
       logger.warn(
         { requestId, refused: route.refusedTopic },
-        'kafka_replyTopic refused by VERIFY_REPLY_TOPICS; replying on the default topic',
+        'kafka_replyTopic refused (not in VERIFY_REPLY_TOPICS, or an input topic of the verifier); replying on the default topic',
       );
     } else if (route.topic !== config.repliesTopic && (await deps.partitionCount(route.topic)) === 0) {
       logger.warn(

@@ -119,11 +119,17 @@ export interface ReplyRoute {
  * Where the reply goes: `kafka_replyTopic` when the allow-list accepts it or it is the default topic,
  * else the default topic.
  */
-export function replyRouteOf(headers: Headers, defaultTopic: string, allowed: RegExp): ReplyRoute {
+export function replyRouteOf(
+  headers: Headers,
+  defaultTopic: string,
+  allowed: RegExp,
+  /** The verifier's own requests and DLQ topics: refused whatever the allow-list says (a reply there would be read back as a request). */
+  never: readonly string[] = [],
+): ReplyRoute {
   const route: ReplyRoute = { topic: defaultTopic };
   const asked = headers.kafka_replyTopic?.toString('utf8');
   if (asked !== undefined && asked !== '') {
-    if (asked === defaultTopic || allowed.test(asked)) route.topic = asked;
+    if (asked === defaultTopic || (allowed.test(asked) && !never.includes(asked))) route.topic = asked;
     else route.refusedTopic = asked;
   }
   const partition = headers.kafka_replyPartition;

@@ -98,6 +98,19 @@ describe('request headers', () => {
     });
   });
 
+  it('refuses its own requests or DLQ topic as a reply topic even when the allow-list admits it', () => {
+    for (const own of ['vop.verification.requests.v1', 'vop.verification.requests.dlq.v1']) {
+      expect(
+        replyRouteOf(
+          { kafka_replyTopic: Buffer.from(own), kafka_replyPartition: replyPartitionHeader(0) },
+          'vop.verification.replies.v1',
+          /.*/,
+          ['vop.verification.requests.v1', 'vop.verification.requests.dlq.v1'],
+        ),
+      ).toEqual({ topic: 'vop.verification.replies.v1', refusedTopic: own });
+    }
+  });
+
   it('takes the default reply topic and its partition even when the allow-list does not name it', () => {
     expect(
       replyRouteOf(
