@@ -70,6 +70,20 @@ function retryAfterOf(err: unknown): number | undefined {
   return undefined;
 }
 
+/** The promise's value if it settles within `ms`, else undefined (the promise runs on); its rejection is thrown. */
+export async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  if (ms <= 0) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, elapsed]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Sleeps `ms`, rejecting with AbortedError as soon as `signal` aborts. */
 export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   try {

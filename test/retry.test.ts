@@ -5,7 +5,7 @@ import {
   UpstreamUnavailableError,
   UsageError,
 } from '../src/errors.ts';
-import { backoffDelay, defaultRetryPolicy, parseRetryAfter, retry } from '../src/retry.ts';
+import { backoffDelay, defaultRetryPolicy, parseRetryAfter, retry, settledWithin } from '../src/retry.ts';
 
 const fast = { initialDelayMs: 1, maxDelayMs: 5, jitter: 0 };
 
@@ -132,5 +132,14 @@ describe('parseRetryAfter', () => {
   it('ignores absent or unreadable values', () => {
     expect(parseRetryAfter(undefined)).toBeUndefined();
     expect(parseRetryAfter('soon')).toBeUndefined();
+  });
+});
+
+describe('settledWithin', () => {
+  it('gives the value of a promise that settles in time, undefined for one that does not, and throws its rejection', async () => {
+    expect(await settledWithin(Promise.resolve(7), 1000)).toBe(7);
+    expect(await settledWithin(new Promise(() => {}), 5)).toBeUndefined();
+    expect(await settledWithin(Promise.resolve(7), 0)).toBeUndefined();
+    await expect(settledWithin(Promise.reject(new Error('no')), 1000)).rejects.toThrow('no');
   });
 });

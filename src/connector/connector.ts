@@ -1,6 +1,6 @@
 import { AbortedError, findError, isRetriable } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import { backoffDelay, defaultRetryPolicy, sleep } from '../retry.ts';
+import { backoffDelay, defaultRetryPolicy, settledWithin, sleep } from '../retry.ts';
 import { type CursorRecord, CursorTracker, type ExportRequest } from './cursor.ts';
 import type { ConnectorMetrics } from './metrics.ts';
 import type { PageRetry, PageSource } from './pages.ts';
@@ -102,20 +102,6 @@ function admit(
       });
     }
     e++;
-  }
-}
-
-/** The promise's value if it settles within `ms`, else undefined; its rejection is thrown. */
-async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  if (ms <= 0) return undefined;
-  let timer: NodeJS.Timeout | undefined;
-  const elapsed = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-  });
-  try {
-    return await Promise.race([promise, elapsed]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -1,6 +1,7 @@
 import { findError } from '../errors.ts';
 import type { ConsumedBatch, KafkaClient, OutgoingRecord, TransactionalProducer } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
+import { settledWithin } from '../retry.ts';
 import { GroupCommit } from './group-commit.ts';
 import { type HandlerDeps, handleRequest } from './handle.ts';
 import { PartitionProgress } from './progress.ts';
@@ -118,15 +119,9 @@ export function createVerifier(deps: VerifierDeps): Verifier {
    */
   const slotFor = async (batch: ConsumedBatch): Promise<void> => {
     if (slots.tryAcquire()) return;
-    const slot = slots.acquire();
+    const slot = slots.acquire().then(() => true);
     for (;;) {
-      let timer: NodeJS.Timeout | undefined;
-      const waited = new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), HEARTBEAT_WHILE_WAITING_MS);
-      });
-      const got = await Promise.race([slot.then(() => true as const), waited]);
-      clearTimeout(timer);
-      if (got) return;
+      if (await settledWithin(slot, HEARTBEAT_WHILE_WAITING_MS)) return;
       try {
         await batch.heartbeat();
       } catch (err) {
@@ -222,12 +217,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     async stop() {
       stopping = true;
       const drained = Promise.allSettled([...inFlight]).then(() => true);
-      let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), deps.drainTimeoutMs ?? DRAIN_TIMEOUT_MS);
-      });
-      const allDone = await Promise.race([drained, timedOut]);
-      clearTimeout(timer);
+      const allDone = await settledWithin(drained, deps.drainTimeoutMs ?? DRAIN_TIMEOUT_MS);
       await commits.flush();
       if (!allDone) {
         // What is still in flight stays uncommitted, for the partitions' next owner to answer.
