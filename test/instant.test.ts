@@ -19,7 +19,15 @@ describe('parseInstant', () => {
 
   it('takes February 29 only in a leap year', () => {
     expect(parseInstant('2024-02-29T00:00:00Z')).toBe(Date.UTC(2024, 1, 29));
+    expect(parseInstant('2000-02-29T00:00:00Z')).toBe(Date.UTC(2000, 1, 29));
     expect(parseInstant('2026-02-29T00:00:00Z')).toBeNull();
+    expect(parseInstant('1900-02-29T00:00:00Z')).toBeNull();
+  });
+
+  it('reads years below 100 as themselves, not as 19xx', () => {
+    expect(parseInstant('0050-03-01T12:00:00.5Z')).toBe(Date.parse('0050-03-01T12:00:00.500Z'));
+    expect(parseInstant('0000-01-01T00:00:00Z')).toBe(Date.parse('0000-01-01T00:00:00Z'));
+    expect(parseInstant('0004-02-29T00:00:00Z')).toBe(Date.parse('0004-02-29T00:00:00Z'));
   });
 
   it.each([
