@@ -162,11 +162,17 @@ describe('verifier consumer crashes', () => {
   });
 });
 
+/** A verifier whose upstream answers only when released, request 0 of partition 0 in flight. */
+async function oneInFlight(options: { concurrency?: number; drainTimeoutMs?: number } = {}) {
+  const upstream = heldAnswers();
+  const started = await startedVerifier({ ...options, verify: upstream.verify });
+  await started.consumer.eachBatch(batchOf(0, [0]));
+  return { ...started, upstream };
+}
+
 describe('verifier in-flight work', () => {
   it('commits nothing a crashed consumer had in flight: before it rejoins, its partitions may have another owner', async () => {
-    const upstream = heldAnswers();
-    const { verifier, consumer, transactions } = await startedVerifier({ verify: upstream.verify });
-    await consumer.eachBatch(batchOf(0, [0]));
+    const { verifier, consumer, transactions, upstream } = await oneInFlight();
     // kafkajs left the group before reporting the crash.
     consumer.onCrash?.(new Error('The coordinator is loading'), true);
     upstream.release(0);
@@ -176,9 +182,7 @@ describe('verifier in-flight work', () => {
   });
 
   it('answers, once, a request it had in flight when it crashed and is handed again after the rejoin', async () => {
-    const upstream = heldAnswers();
-    const { verifier, consumer, transactions } = await startedVerifier({ verify: upstream.verify });
-    await consumer.eachBatch(batchOf(0, [0]));
+    const { verifier, consumer, transactions, upstream } = await oneInFlight();
     consumer.onCrash?.(new Error('The coordinator is loading'), true);
     consumer.onAssignment?.([{ topic: 'requests', partitions: [0] }]);
     await consumer.eachBatch(batchOf(0, [0]));
@@ -189,12 +193,7 @@ describe('verifier in-flight work', () => {
   });
 
   it('heartbeats while a batch waits for a free slot, then hands out its request', async () => {
-    const upstream = heldAnswers();
-    const { verifier, consumer, transactions } = await startedVerifier({
-      concurrency: 1,
-      verify: upstream.verify,
-    });
-    await consumer.eachBatch(batchOf(0, [0]));
+    const { verifier, consumer, transactions, upstream } = await oneInFlight({ concurrency: 1 });
     const heartbeat = Promise.withResolvers<void>();
     const waiting = consumer.eachBatch(batchOf(1, [0], async () => heartbeat.resolve()));
     await heartbeat.promise;
@@ -207,9 +206,7 @@ describe('verifier in-flight work', () => {
   });
 
   it('ends a waiting batch when its heartbeat finds the group rebalancing, and gives the slot back', async () => {
-    const upstream = heldAnswers();
-    const { verifier, consumer } = await startedVerifier({ concurrency: 1, verify: upstream.verify });
-    await consumer.eachBatch(batchOf(0, [0]));
+    const { verifier, consumer, upstream } = await oneInFlight({ concurrency: 1 });
     const rebalancing = new Error('The group is rebalancing');
     await expect(
       consumer.eachBatch(
@@ -227,12 +224,7 @@ describe('verifier in-flight work', () => {
   });
 
   it('hands out nothing more once stop() has begun, even to a batch that was waiting for a slot', async () => {
-    const upstream = heldAnswers();
-    const { verifier, consumer, transactions } = await startedVerifier({
-      concurrency: 1,
-      verify: upstream.verify,
-    });
-    await consumer.eachBatch(batchOf(0, [0]));
+    const { verifier, consumer, transactions, upstream } = await oneInFlight({ concurrency: 1 });
     const waiting = consumer.eachBatch(batchOf(1, [0]));
     const stopped = verifier.stop();
     upstream.release(0);
@@ -242,12 +234,8 @@ describe('verifier in-flight work', () => {
   });
 
   it('stops within its drain timeout: what finished is committed, a call still in flight is ended and left for the next owner', async () => {
-    const upstream = heldAnswers();
-    const { verifier, consumer, transactions } = await startedVerifier({
-      verify: upstream.verify,
-      drainTimeoutMs: 50,
-    });
-    await consumer.eachBatch(batchOf(0, [0])); // never answered
+    // Request 0 is never answered.
+    const { verifier, consumer, transactions, upstream } = await oneInFlight({ drainTimeoutMs: 50 });
     await consumer.eachBatch(batchOf(1, [0]));
     upstream.release(1);
     await verifier.stop();
