@@ -159,7 +159,9 @@ export function createConnector(deps: ConnectorDeps): Connector {
       let batch: PreparedEvent[] = [];
       let rejected: PreparedRejection[] = [];
       let batchStarted = now();
-      let lastCommittedPosition = JSON.stringify([tracker.nextRequest(), tracker.highWaterMark]);
+      /** Where the feed would be read from next, as it stands in the cursor: a commit is due when it moves. */
+      const positionNow = () => JSON.stringify([tracker.nextRequest(), tracker.highWaterMark]);
+      let lastCommittedPosition = positionNow();
       let nextPage = fetchPage(tracker.nextRequest());
       /** Commits the open transaction; one at a time, the next page is fetched meanwhile. */
       const commitOpen = async (position: string): Promise<void> => {
@@ -179,8 +181,7 @@ export function createConnector(deps: ConnectorDeps): Connector {
           page = open ? await settledWithin(nextPage, batchStarted + deps.txMaxMs - now()) : await nextPage;
           // The next page is slow (a 429's Retry-After, 5xx backoff): the rows read so far are
           // committed when their transaction is CONNECTOR_TX_MAX_MS old, not when the page comes.
-          if (page === undefined)
-            await commitOpen(JSON.stringify([tracker.nextRequest(), tracker.highWaterMark]));
+          if (page === undefined) await commitOpen(positionNow());
         }
         metrics.setState('running');
         metrics.pages.inc();
@@ -190,7 +191,7 @@ export function createConnector(deps: ConnectorDeps): Connector {
         dedupSeen = tracker.counters.deduplicated;
         const caughtUp = page.nextCursor === null;
         const rows = batch.length + rejected.length;
-        const position = JSON.stringify([tracker.nextRequest(), tracker.highWaterMark]);
+        const position = positionNow();
         const due = rows >= deps.txMaxRows || now() - batchStarted >= deps.txMaxMs || caughtUp;
         if (due && (rows > 0 || position !== lastCommittedPosition)) await commitOpen(position);
         if (caughtUp) {
