@@ -4,6 +4,7 @@ import { forgetCoordinators } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';
 import kafkajs from './kafkajs.ts';
 import { toTopicMessages } from './records.ts';
+import { keepTransactionProtocolV1, releaseTransactionProtocol } from './transaction-v2.ts';
 import type {
   Producer,
   Transaction,
@@ -18,7 +19,8 @@ const { CompressionTypes, Partitioners } = kafkajs;
 // kafkajs issue #304: commit() returns before the broker has written its markers, so the next
 // transaction's first AddPartitionsToTxn often gets CONCURRENT_TRANSACTIONS and waits out
 // retry.initialRetryTime. 300 ms (the default) caps throughput at a few transactions a second;
-// 5 ms keeps the retry cheap (the verifier commits many small transactions back to back).
+// 5 ms keeps the retry cheap (the verifier commits many small transactions back to back). On the
+// transaction protocol v2 (transaction-v2.ts) the broker enrols the partitions and does this retry.
 const retry = { initialRetryTime: 5, maxRetryTime: 5000, retries: 12 };
 
 /** Idempotent, one request in flight (kafkajs requires it for idempotence), Java-compatible murmur2 keys. */
@@ -123,6 +125,10 @@ export async function createTransactionalProducer(
     transactionTimeout: options.transactionTimeoutMs ?? 60_000,
     ...idempotent,
   });
+  if (options.transactionProtocol === 'v1') keepTransactionProtocolV1(options.transactionalId);
+  const release = () => {
+    if (options.transactionProtocol === 'v1') releaseTransactionProtocol(options.transactionalId);
+  };
   try {
     await producer.connect();
     // kafkajs runs the transactional InitProducerId lazily, at the first transaction: begin and
@@ -131,6 +137,7 @@ export async function createTransactionalProducer(
     await first.abort();
   } catch (err) {
     await producer.disconnect().catch(() => {});
+    release();
     throw toKafkaError(err, `initialise transactional producer ${options.transactionalId}`);
   }
   const guard = fencingGuard();
@@ -156,7 +163,11 @@ export async function createTransactionalProducer(
       }
     },
     async close() {
-      await producer.disconnect();
+      try {
+        await producer.disconnect();
+      } finally {
+        release();
+      }
     },
   };
 }

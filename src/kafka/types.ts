@@ -157,6 +157,13 @@ export interface TransactionalProducerOptions {
   transactionalId: string;
   /** An open transaction of a crashed instance is aborted by the broker after this long. */
   transactionTimeoutMs?: number;
+  /**
+   * Kafka's transaction protocol: `auto` (default) takes v2 (KIP-890, three requests a transaction)
+   * where the cluster finalizes it, v1 (five) elsewhere; `v1` always takes v1. On v2 a transaction
+   * that follows the same producer's last one at once waits out the broker's 20 ms retry of its
+   * first partition while the last one's markers are written; on v1 kafkajs retries after 5 ms.
+   */
+  transactionProtocol?: 'auto' | 'v1';
 }
 
 /**

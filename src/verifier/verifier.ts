@@ -64,8 +64,9 @@ class Slots {
  * in one transaction. Transactions are group commits (group-commit.ts): whatever finished while the
  * previous one was committing goes into the next, so throughput grows with load and latency stays low
  * when idle. They start at least VERIFY_COMMIT_INTERVAL_MS apart: each costs the verifier and the
- * broker five requests and the markers whatever it carries, and at 200 requests/s one transaction per
- * reply kept both busy enough to stretch every request's latency.
+ * broker three requests (five on Kafka's transaction protocol v1) and the markers whatever it
+ * carries, and at 200 requests/s one transaction per reply kept both busy enough to stretch every
+ * request's latency.
  */
 export function createVerifier(deps: VerifierDeps): Verifier {
   const { config, logger } = deps;

@@ -1,6 +1,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { FencedError } from '../../src/errors.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
+import { keepTransactionProtocolV1, releaseTransactionProtocol } from '../../src/kafka/transaction-v2.ts';
 import { collect, testClients, testTopics } from '../helpers/kafka.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';
 
@@ -131,5 +132,83 @@ describe('transactional producer on a real broker', () => {
       .toEqual([{ partition: 0, offset: '5' }]);
     const reader = await collect(kafka, sink);
     expect((await reader.until((r) => r.length === 1)).map((x) => text(x.value))).toEqual(['reply']);
+  });
+});
+
+describe("Kafka's transaction protocols on a real broker (it finalizes transaction.version 2)", () => {
+  /**
+   * kafkajs itself (through fraudlink's fixes), to see the requests it sends: two committed
+   * transactions around an aborted one, each with a record and the group's offset, then what a
+   * read_committed reader and the group's committed offset show. Returns the requests of the second
+   * transaction, which runs under the epoch the first one's EndTxn returned on v2.
+   */
+  async function threeTransactions(keepV1: boolean): Promise<string[]> {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['tx-protocol']);
+    const admin = await kafka.admin();
+    onTestFinished(() => admin.close());
+    const raw = new kafkajs.Kafka({
+      brokers: stackEnv().KAFKA_BROKERS.split(','),
+      logLevel: kafkajs.logLevel.NOTHING,
+    });
+    const transactionalId = uniqueName('tx-protocol');
+    if (keepV1) {
+      keepTransactionProtocolV1(transactionalId);
+      onTestFinished(() => releaseTransactionProtocol(transactionalId));
+    }
+    const producer = raw.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 });
+    const sent: string[] = [];
+    producer.on(producer.events.REQUEST, ({ payload }) => {
+      if (payload.apiName !== 'GroupCoordinator') sent.push(`${payload.apiName} v${payload.apiVersion}`);
+    });
+    await producer.connect();
+    onTestFinished(() => producer.disconnect());
+    const groupId = uniqueName('tx-protocol-group');
+
+    const committedRound = async (value: string, offset: string) => {
+      sent.length = 0;
+      const tx = await producer.transaction();
+      await tx.send({ topic, messages: [{ key: 'k', value }] });
+      await tx.sendOffsets({
+        consumerGroupId: groupId,
+        topics: [{ topic, partitions: [{ partition: 0, offset }] }],
+      });
+      await tx.commit();
+      return [...sent];
+    };
+    await committedRound('first', '1');
+    const second = await committedRound('second', '2');
+    const aborted = await producer.transaction();
+    await aborted.send({ topic, messages: [{ key: 'k', value: 'aborted' }] });
+    await aborted.abort();
+    await committedRound('third', '3');
+
+    const reader = await collect(kafka, topic, 'read_committed');
+    const seen = await reader.until((r) => r.length >= 3);
+    expect(seen.map((x) => text(x.value))).toEqual(['first', 'second', 'third']);
+    await expect
+      .poll(() => admin.groupOffsets(groupId, topic), { timeout: 30_000 })
+      .toEqual([{ partition: 0, offset: '3' }]);
+    return second;
+  }
+
+  it('takes v2 by default: three requests a transaction', async () => {
+    expect(await threeTransactions(false)).toEqual(['Produce v12', 'TxnOffsetCommit v5', 'EndTxn v5']);
+  });
+
+  it("keeps kafkajs's v1 for a transactional id kept on it: five requests, none of v2's versions", async () => {
+    const second = await threeTransactions(true);
+    // The first AddPartitionsToTxn may meet the last transaction's markers still being written
+    // (CONCURRENT_TRANSACTIONS): kafkajs refreshes its metadata and sends it again.
+    const names = new Set(second.map((r) => r.split(' ')[0]).filter((name) => name !== 'Metadata'));
+    expect([...names]).toEqual([
+      'AddPartitionsToTxn',
+      'Produce',
+      'AddOffsetsToTxn',
+      'TxnOffsetCommit',
+      'EndTxn',
+    ]);
+    expect(second).not.toContain('Produce v12');
+    expect(second).not.toContain('EndTxn v5');
   });
 });

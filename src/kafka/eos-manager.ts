@@ -1,0 +1,400 @@
+import assert from 'node:assert';
+import { createRequire } from 'node:module';
+import { type EndTxnV5Result, transactionV2For, type Versions } from './transaction-v2.ts';
+
+/**
+ * kafkajs's eosManager (producer/eosManager/index.js, kafkajs 2.2.4) with Kafka's transaction
+ * protocol v2 beside its v1 (transaction-v2.ts). The v1 flow is kafkajs's, step for step. A
+ * transaction takes v2 when, at its begin, the cluster finalizes `transaction.version` 2 and the
+ * transaction coordinator offers the v2 requests, unless its transactional id is kept on v1
+ * (`keepTransactionProtocolV1`); it keeps the protocol it began with. On v2:
+ * - no AddPartitionsToTxn: Produce v12 enrols its partitions (the partitions are still tracked,
+ *   so that a transaction that wrote nothing sends no EndTxn, as on v1);
+ * - no AddOffsetsToTxn: TxnOffsetCommit v5 enrols the offsets;
+ * - EndTxn v5 returns the producer id and epoch for the next transaction (the epoch one higher,
+ *   or a new id once the epoch is exhausted), and sequences start again at 0 under them.
+ *
+ * Installed in the CommonJS cache in place of kafkajs's module (kafkajs.ts), so kafkajs's producer
+ * creates it.
+ */
+
+const require = createRequire(import.meta.url);
+const kafkajsPath = (p: string) => require.resolve(`kafkajs/src/${p}`);
+
+export const eosManagerModulePath = kafkajsPath('producer/eosManager/index.js');
+
+interface Logger {
+  debug(message: string, extra?: object): void;
+}
+interface ProtocolError extends Error {
+  type?: string;
+  code?: string;
+}
+type Bail = (e: unknown) => void;
+type Retrier = <T>(fn: (bail: Bail, retryCount: number, retryTime: number) => Promise<T>) => Promise<T>;
+interface LockInstance {
+  acquire(): Promise<void>;
+  release(): void;
+}
+interface StateMachine {
+  on(event: 'transition', listener: (e: { to: string; from: string }) => void): void;
+  transitionTo(state: string): void;
+  state(): string;
+  createGuarded<T extends object>(
+    object: T,
+    guards: Record<string, { legalStates: string[]; async?: boolean }>,
+  ): T;
+}
+
+interface TopicPartitions {
+  topic: string;
+  partitions: { partition: number }[];
+}
+interface OffsetTopic {
+  topic: string;
+  partitions: { partition: number; offset: string }[];
+}
+
+interface Broker {
+  nodeId: number;
+  versions: Versions | null;
+  initProducerId(args: { transactionalId?: string; transactionTimeout: number }): Promise<{
+    producerId: unknown;
+    producerEpoch: number;
+  }>;
+  addPartitionsToTxn(args: object): Promise<unknown>;
+  addOffsetsToTxn(args: object): Promise<unknown>;
+  txnOffsetCommit(args: object): Promise<unknown>;
+  endTxn(args: object): Promise<unknown>;
+  endTxnV5(args: {
+    transactionalId: string;
+    producerId: unknown;
+    producerEpoch: number;
+    transactionResult: boolean;
+  }): Promise<EndTxnV5Result>;
+  txnOffsetCommitV5(args: {
+    transactionalId: string;
+    groupId: string;
+    producerId: unknown;
+    producerEpoch: number;
+    topics: OffsetTopic[];
+  }): Promise<unknown>;
+}
+interface Cluster {
+  retry?: object;
+  refreshMetadataIfNecessary(): Promise<void>;
+  findGroupCoordinator(args: { groupId: string; coordinatorType: number }): Promise<Broker>;
+  findControllerBroker(): Promise<Broker>;
+}
+
+const createRetry = require(kafkajsPath('retry/index.js')) as (options?: object) => Retrier;
+const Lock = require(kafkajsPath('utils/lock.js')) as new (options: { timeout: number }) => LockInstance;
+const { KafkaJSNonRetriableError } = require(kafkajsPath('errors.js')) as {
+  KafkaJSNonRetriableError: new (message: string) => Error;
+};
+const COORDINATOR_TYPES = require(kafkajsPath('protocol/coordinatorTypes.js')) as {
+  GROUP: number;
+  TRANSACTION: number;
+};
+const createStateMachine = require(kafkajsPath('producer/eosManager/transactionStateMachine.js')) as (args: {
+  logger: Logger;
+}) => StateMachine;
+const { INT_32_MAX_VALUE } = require(kafkajsPath('constants.js')) as { INT_32_MAX_VALUE: number };
+const STATES = require(kafkajsPath('producer/eosManager/transactionStates.js')) as Record<
+  'UNINITIALIZED' | 'READY' | 'TRANSACTING' | 'COMMITTING' | 'ABORTING',
+  string
+>;
+
+const NO_PRODUCER_ID = -1;
+const SEQUENCE_START = 0;
+const INIT_PRODUCER_RETRIABLE_PROTOCOL_ERRORS = [
+  'NOT_COORDINATOR_FOR_GROUP',
+  'GROUP_COORDINATOR_NOT_AVAILABLE',
+  'GROUP_LOAD_IN_PROGRESS',
+  // The producer might have crashed and never committed the transaction: retry so that Kafka can
+  // abort it (as Kafka's Java client does).
+  'CONCURRENT_TRANSACTIONS',
+];
+const COMMIT_RETRIABLE_PROTOCOL_ERRORS = ['UNKNOWN_TOPIC_OR_PARTITION', 'COORDINATOR_LOAD_IN_PROGRESS'];
+const COMMIT_STALE_COORDINATOR_PROTOCOL_ERRORS = ['COORDINATOR_NOT_AVAILABLE', 'NOT_COORDINATOR'];
+
+export interface EosManagerOptions {
+  logger: Logger;
+  cluster: Cluster;
+  transactionTimeout?: number;
+  transactional?: boolean;
+  transactionalId?: string;
+}
+
+export function createEosManager({
+  logger,
+  cluster,
+  transactionTimeout = 60000,
+  transactional = false,
+  transactionalId,
+}: EosManagerOptions) {
+  if (transactional && !transactionalId) {
+    throw new KafkaJSNonRetriableError('Cannot manage transactions without a transactionalId');
+  }
+  const retrier = createRetry(cluster.retry);
+
+  let producerId: unknown = NO_PRODUCER_ID;
+  let producerEpoch = 0;
+  /** Idempotent production: the next sequence per topic and partition. */
+  let producerSequence: Record<string, Record<number, number>> = {};
+  /** Idempotent production serializes requests per broker (sequence handling). */
+  let brokerMutexLocks: Record<number, LockInstance> = {};
+  /** Partitions already in the transaction. */
+  let transactionTopicPartitions: Record<string, Record<number, boolean>> = {};
+  let hasOffsetsAddedToTransaction = false;
+  /** Whether the current transaction takes the v2 protocol (decided when it begins). */
+  let transactionV2 = false;
+
+  const stateMachine = createStateMachine({ logger });
+  stateMachine.on('transition', ({ to }) => {
+    if (to === STATES.READY) {
+      transactionTopicPartitions = {};
+      hasOffsetsAddedToTransaction = false;
+    }
+  });
+
+  const findTransactionCoordinator = () =>
+    cluster.findGroupCoordinator({
+      groupId: transactionalId as string,
+      coordinatorType: COORDINATOR_TYPES.TRANSACTION,
+    });
+
+  const transactionalGuard = () => {
+    if (!transactional) throw new KafkaJSNonRetriableError('Method unavailable if non-transactional');
+  };
+
+  /** A transaction is ongoing once offsets or partitions were added to it. */
+  const isOngoing = () =>
+    hasOffsetsAddedToTransaction ||
+    Object.values(transactionTopicPartitions).some((partitions) => Object.values(partitions).some(Boolean));
+
+  async function endTransaction(committed: boolean) {
+    const broker = await findTransactionCoordinator();
+    if (!transactionV2) {
+      await broker.endTxn({ producerId, producerEpoch, transactionalId, transactionResult: committed });
+      return;
+    }
+    const result = await broker.endTxnV5({
+      transactionalId: transactionalId as string,
+      producerId,
+      producerEpoch,
+      transactionResult: committed,
+    });
+    producerId = result.producerId;
+    producerEpoch = result.producerEpoch;
+    producerSequence = {};
+    logger.debug('Producer epoch bumped by the end of the transaction', { producerId, producerEpoch });
+  }
+
+  async function finish(committed: boolean) {
+    transactionalGuard();
+    stateMachine.transitionTo(committed ? STATES.COMMITTING : STATES.ABORTING);
+    if (isOngoing()) await endTransaction(committed);
+    else logger.debug('No partitions or offsets registered, not sending EndTxn');
+    stateMachine.transitionTo(STATES.READY);
+  }
+
+  const eosManager = stateMachine.createGuarded(
+    {
+      getProducerId: () => producerId,
+      getProducerEpoch: () => producerEpoch,
+      getTransactionalId: () => transactionalId,
+
+      /** InitProducerId; overwrites any state of this manager. */
+      async initProducerId() {
+        return retrier(async (bail, retryCount, retryTime) => {
+          try {
+            await cluster.refreshMetadataIfNecessary();
+            // A non-transactional producer may ask any broker.
+            const broker = await (transactional
+              ? findTransactionCoordinator()
+              : cluster.findControllerBroker());
+            const result = await broker.initProducerId({
+              transactionalId: transactional ? transactionalId : undefined,
+              transactionTimeout,
+            });
+            stateMachine.transitionTo(STATES.READY);
+            producerId = result.producerId;
+            producerEpoch = result.producerEpoch;
+            producerSequence = {};
+            brokerMutexLocks = {};
+            logger.debug('Initialized producer id & epoch', { producerId, producerEpoch });
+          } catch (e) {
+            const type = (e as ProtocolError).type;
+            if (type && INIT_PRODUCER_RETRIABLE_PROTOCOL_ERRORS.includes(type)) {
+              if (type === 'CONCURRENT_TRANSACTIONS') {
+                logger.debug('There is an ongoing transaction on this transactionId, retrying', {
+                  error: (e as Error).message,
+                  stack: (e as Error).stack,
+                  transactionalId,
+                  retryCount,
+                  retryTime,
+                });
+              }
+              throw e;
+            }
+            bail(e);
+          }
+        });
+      },
+
+      /** The next sequence for a partition; 0 before initialization. */
+      getSequence(topic: string, partition: number): number {
+        if (!eosManager.isInitialized()) return SEQUENCE_START;
+        producerSequence[topic] = producerSequence[topic] || {};
+        const topicSequence = producerSequence[topic];
+        topicSequence[partition] = topicSequence[partition] || SEQUENCE_START;
+        return topicSequence[partition];
+      },
+
+      /** Advances a partition's sequence (nothing before initialization: not idempotent). */
+      updateSequence(topic: string, partition: number, increment: number) {
+        if (!eosManager.isInitialized()) return;
+        let sequence = eosManager.getSequence(topic, partition) + increment;
+        // The sequence is an Int32 in the record batch.
+        if (sequence >= INT_32_MAX_VALUE) {
+          logger.debug(`Sequence for ${topic} ${partition} exceeds max value (${sequence}). Rotating to 0.`);
+          sequence = 0;
+        }
+        (producerSequence[topic] as Record<number, number>)[partition] = sequence;
+      },
+
+      beginTransaction() {
+        transactionalGuard();
+        stateMachine.transitionTo(STATES.TRANSACTING);
+        transactionV2 = false;
+      },
+
+      /** Adds partitions not yet in the transaction; called before sending to them. */
+      async addPartitionsToTransaction(topicData: TopicPartitions[]) {
+        transactionalGuard();
+        const newTopicPartitions: Record<string, number[]> = {};
+        for (const { topic, partitions } of topicData) {
+          transactionTopicPartitions[topic] = transactionTopicPartitions[topic] || {};
+          for (const { partition } of partitions) {
+            if (!transactionTopicPartitions[topic][partition]) {
+              newTopicPartitions[topic] = newTopicPartitions[topic] || [];
+              newTopicPartitions[topic].push(partition);
+            }
+          }
+        }
+        const topics = Object.entries(newTopicPartitions).map(([topic, partitions]) => ({
+          topic,
+          partitions,
+        }));
+        if (topics.length > 0) {
+          const broker = await findTransactionCoordinator();
+          if (!isOngoing()) transactionV2 = transactionV2For(transactionalId as string, broker.versions);
+          // On v2 the Produce that follows enrols the partitions.
+          if (!transactionV2) {
+            await broker.addPartitionsToTxn({ transactionalId, producerId, producerEpoch, topics });
+          }
+        }
+        for (const { topic, partitions } of topics) {
+          for (const partition of partitions)
+            (transactionTopicPartitions[topic] as Record<number, boolean>)[partition] = true;
+        }
+      },
+
+      commit: () => finish(true),
+      abort: () => finish(false),
+
+      isInitialized: () => producerId !== NO_PRODUCER_ID,
+      isTransactional: () => transactional,
+      isInTransaction: () => stateMachine.state() === STATES.TRANSACTING,
+
+      async acquireBrokerLock(broker: Broker) {
+        if (eosManager.isInitialized()) {
+          brokerMutexLocks[broker.nodeId] = brokerMutexLocks[broker.nodeId] || new Lock({ timeout: 0xffff });
+          await (brokerMutexLocks[broker.nodeId] as LockInstance).acquire();
+        }
+      },
+
+      releaseBrokerLock(broker: Broker) {
+        if (eosManager.isInitialized()) (brokerMutexLocks[broker.nodeId] as LockInstance).release();
+      },
+
+      /** Commits the consumer group's offsets in the transaction: only if the transaction commits. */
+      async sendOffsets({ consumerGroupId, topics }: { consumerGroupId: string; topics: OffsetTopic[] }) {
+        assert(consumerGroupId, 'Missing consumerGroupId');
+        assert(topics, 'Missing offset topics');
+        const transactionCoordinator = await findTransactionCoordinator();
+        if (!isOngoing())
+          transactionV2 = transactionV2For(transactionalId as string, transactionCoordinator.versions);
+        // On v2 the TxnOffsetCommit below enrols the offsets.
+        if (!transactionV2) {
+          await transactionCoordinator.addOffsetsToTxn({
+            transactionalId,
+            producerId,
+            producerEpoch,
+            groupId: consumerGroupId,
+          });
+        }
+        hasOffsetsAddedToTransaction = true;
+
+        let groupCoordinator = await cluster.findGroupCoordinator({
+          groupId: consumerGroupId,
+          coordinatorType: COORDINATOR_TYPES.GROUP,
+        });
+        return retrier(async (bail, retryCount, retryTime) => {
+          try {
+            const args = {
+              transactionalId: transactionalId as string,
+              producerId,
+              producerEpoch,
+              groupId: consumerGroupId,
+              topics,
+            };
+            await (transactionV2
+              ? groupCoordinator.txnOffsetCommitV5(args)
+              : groupCoordinator.txnOffsetCommit(args));
+          } catch (e) {
+            const { type, code, message, stack } = e as ProtocolError;
+            if (type && COMMIT_RETRIABLE_PROTOCOL_ERRORS.includes(type)) {
+              logger.debug('Group coordinator is not ready yet, retrying', {
+                error: message,
+                stack,
+                transactionalId,
+                retryCount,
+                retryTime,
+              });
+              throw e;
+            }
+            if (
+              (type && COMMIT_STALE_COORDINATOR_PROTOCOL_ERRORS.includes(type)) ||
+              code === 'ECONNREFUSED'
+            ) {
+              logger.debug('Invalid group coordinator, finding new group coordinator and retrying', {
+                error: message,
+                stack,
+                transactionalId,
+                retryCount,
+                retryTime,
+              });
+              groupCoordinator = await cluster.findGroupCoordinator({
+                groupId: consumerGroupId,
+                coordinatorType: COORDINATOR_TYPES.GROUP,
+              });
+              throw e;
+            }
+            bail(e);
+          }
+        });
+      },
+    },
+    {
+      initProducerId: { legalStates: [STATES.UNINITIALIZED, STATES.READY] },
+      beginTransaction: { legalStates: [STATES.READY], async: false },
+      addPartitionsToTransaction: { legalStates: [STATES.TRANSACTING] },
+      sendOffsets: { legalStates: [STATES.TRANSACTING] },
+      commit: { legalStates: [STATES.TRANSACTING] },
+      abort: { legalStates: [STATES.TRANSACTING] },
+    },
+  );
+  return eosManager;
+}

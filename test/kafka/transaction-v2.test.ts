@@ -1,0 +1,510 @@
+import { createRequire } from 'node:module';
+import { describe, expect, it } from 'vitest';
+import { createEosManager } from '../../src/kafka/eos-manager.ts';
+import {
+  apiVersionsV3,
+  endTxnV5,
+  finalizedFeatureLevel,
+  keepTransactionProtocolV1,
+  produceV12,
+  releaseTransactionProtocol,
+  transactionV2Available,
+  transactionV2For,
+  txnOffsetCommitV5,
+  type Versions,
+} from '../../src/kafka/transaction-v2.ts';
+
+const require = createRequire(import.meta.url);
+
+interface Enc {
+  buffer: Buffer;
+  writeInt8(v: number): Enc;
+  writeInt16(v: number): Enc;
+  writeInt32(v: number): Enc;
+  writeInt64(v: unknown): Enc;
+  writeUVarInt(v: number): Enc;
+  writeUVarIntString(v: string | null): Enc;
+}
+interface Dec {
+  offset: number;
+  readInt16(): number;
+  readInt32(): number;
+  readInt64(): { toString(): string };
+  readUVarInt(): number;
+  readUVarIntString(): string | null;
+  readBytes(n: number): Buffer;
+  readString(): string | null;
+  readArray<T>(reader: (d: Dec) => T): T[];
+}
+const Encoder = require('kafkajs/src/protocol/encoder.js') as new () => Enc;
+const Decoder = require('kafkajs/src/protocol/decoder.js') as new (b: Buffer) => Dec;
+const kafkajsProduce = require('kafkajs/src/protocol/requests/produce/index.js') as {
+  protocol(v: { version: number }): (args: object) => { request: { encode(): Promise<Enc> } };
+};
+
+const bytes = (...parts: (Enc | Buffer)[]) =>
+  Buffer.concat(parts.map((p) => (Buffer.isBuffer(p) ? p : p.buffer)));
+/** A tagged field as Kafka writes it: tag, size, then the bytes (the size is not a compact length). */
+const tagged = (tag: number, body: Enc) =>
+  new Encoder().writeUVarInt(tag).writeUVarInt(body.buffer.length).buffer;
+
+const APIS = { Produce: 0, EndTxn: 26, TxnOffsetCommit: 28 };
+
+function versions(
+  featureLevel: number | undefined,
+  max = { produce: 12, endTxn: 5, txnOffsetCommit: 5 },
+): Versions {
+  const v: Versions = {
+    [APIS.Produce]: { minVersion: 3, maxVersion: max.produce },
+    [APIS.EndTxn]: { minVersion: 0, maxVersion: max.endTxn },
+    [APIS.TxnOffsetCommit]: { minVersion: 0, maxVersion: max.txnOffsetCommit },
+  };
+  if (featureLevel !== undefined) {
+    const features = new Map([['transaction.version', featureLevel]]);
+    Object.assign(v, { [Symbol.for('fraudlink.kafkajs.finalizedFeatures')]: features });
+  }
+  return v;
+}
+
+describe('ApiVersions v3', () => {
+  const apiKeyEntry = (key: number, min: number, max: number) =>
+    new Encoder().writeInt16(key).writeInt16(min).writeInt16(max).writeUVarInt(0).buffer;
+  const feature = (name: string, max: number, min: number) =>
+    new Encoder().writeUVarIntString(name).writeInt16(max).writeInt16(min).writeUVarInt(0).buffer;
+
+  it('reads the API versions and the finalized features, skipping the tagged fields it does not use', async () => {
+    const supported = new Encoder().writeUVarInt(2).writeUVarIntString('x'); // tag 0, not read
+    const finalized = new Encoder().writeUVarInt(3);
+    const featureBytes = bytes(feature('metadata.version', 27, 27), feature('transaction.version', 2, 2));
+    const finalizedBody = bytes(finalized, featureBytes);
+    const body = bytes(
+      new Encoder().writeInt16(0).writeUVarInt(3),
+      apiKeyEntry(0, 3, 13),
+      apiKeyEntry(26, 0, 5),
+      new Encoder().writeInt32(0).writeUVarInt(3),
+      tagged(0, supported),
+      supported,
+      tagged(1, new Encoder().writeInt64(72)),
+      new Encoder().writeInt64(72),
+      new Encoder().writeUVarInt(2).writeUVarInt(finalizedBody.length),
+      finalizedBody,
+    );
+    const { response } = apiVersionsV3('2.2.4');
+    const decoded = (await response.decode(body)) as {
+      apiVersions: unknown[];
+      finalizedFeatures: Map<string, number>;
+    };
+    expect(decoded.apiVersions).toEqual([
+      { apiKey: 0, minVersion: 3, maxVersion: 13 },
+      { apiKey: 26, minVersion: 0, maxVersion: 5 },
+    ]);
+    expect([...decoded.finalizedFeatures]).toEqual([
+      ['metadata.version', 27],
+      ['transaction.version', 2],
+    ]);
+  });
+
+  it("throws the broker's error, reading only its code (a refused version is answered in v0)", async () => {
+    const { response } = apiVersionsV3('2.2.4');
+    const body = bytes(new Encoder().writeInt16(35).writeInt32(1), apiKeyEntry(18, 0, 2));
+    await expect(response.decode(body).then((d) => response.parse(d))).rejects.toMatchObject({
+      type: 'UNSUPPORTED_VERSION',
+    });
+  });
+
+  it('names the client in the request body, after the empty tagged fields of the request header', async () => {
+    const encoded = (await apiVersionsV3('2.2.4').request.encode()) as unknown as Enc;
+    expect(encoded.buffer).toEqual(
+      new Encoder().writeUVarInt(0).writeUVarIntString('kafkajs').writeUVarIntString('2.2.4').writeUVarInt(0)
+        .buffer,
+    );
+  });
+});
+
+describe('the choice of the transaction protocol', () => {
+  it('takes v2 only where transaction.version 2 is finalized and the broker offers every v2 request', () => {
+    expect(transactionV2Available(versions(2))).toBe(true);
+    expect(transactionV2Available(versions(1))).toBe(false);
+    expect(transactionV2Available(versions(undefined))).toBe(false);
+    expect(transactionV2Available(versions(2, { produce: 11, endTxn: 5, txnOffsetCommit: 5 }))).toBe(false);
+    expect(transactionV2Available(versions(2, { produce: 12, endTxn: 4, txnOffsetCommit: 5 }))).toBe(false);
+    expect(transactionV2Available(versions(2, { produce: 12, endTxn: 5, txnOffsetCommit: 4 }))).toBe(false);
+    expect(transactionV2Available(null)).toBe(false);
+    expect(finalizedFeatureLevel(versions(undefined), 'transaction.version')).toBe(0);
+  });
+});
+
+describe('Produce v12', () => {
+  const args = {
+    acks: -1,
+    timeout: 30000,
+    transactionalId: 'tx-1',
+    producerId: 4242,
+    producerEpoch: 7,
+    compression: 0,
+    topicData: [
+      {
+        topic: 'replies',
+        partitions: [
+          {
+            partition: 2,
+            firstSequence: 5,
+            messages: [
+              { key: 'k1', value: Buffer.from('v1'), timestamp: 1_700_000_000_000, headers: { h: 'x' } },
+              { key: 'k2', value: Buffer.from('v2'), timestamp: 1_700_000_000_003 },
+            ],
+          },
+        ],
+      },
+    ],
+  };
+
+  it("carries kafkajs's own record batch (Produce v7's) in the flexible layout", async () => {
+    const v12 = (await produceV12(args).request.encode()) as unknown as Enc;
+    const v7 = await kafkajsProduce.protocol({ version: 7 })(args).request.encode();
+
+    const d = new Decoder(v12.buffer);
+    expect(d.readUVarInt()).toBe(0); // request header tagged fields
+    expect(d.readUVarIntString()).toBe('tx-1');
+    expect(d.readInt16()).toBe(-1);
+    expect(d.readInt32()).toBe(30000);
+    expect(d.readUVarInt()).toBe(2); // one topic
+    expect(d.readUVarIntString()).toBe('replies');
+    expect(d.readUVarInt()).toBe(2); // one partition
+    expect(d.readInt32()).toBe(2);
+    const batch12 = d.readBytes(d.readUVarInt() - 1);
+    expect(d.readUVarInt()).toBe(0); // partition tags
+    expect(d.readUVarInt()).toBe(0); // topic tags
+    expect(d.readUVarInt()).toBe(0); // request tags
+    expect(d.offset).toBe(v12.buffer.length);
+
+    const o = new Decoder(v7.buffer);
+    o.readString();
+    o.readInt16();
+    o.readInt32();
+    const [batch7] = o.readArray((t) => {
+      t.readString();
+      return t.readArray((p) => {
+        p.readInt32();
+        return p.readBytes(p.readInt32());
+      })[0];
+    });
+    expect(batch12).toEqual(batch7);
+  });
+
+  it('reads a response whose partition carries a tagged field (the current leader), and throws its error', async () => {
+    const leader = new Encoder().writeInt32(1).writeInt32(5).writeUVarInt(0);
+    const partition = (code: number, withLeader: boolean) =>
+      bytes(
+        new Encoder()
+          .writeInt32(2)
+          .writeInt16(code)
+          .writeInt64(41)
+          .writeInt64(-1)
+          .writeInt64(0)
+          .writeUVarInt(1) // no record errors
+          .writeUVarIntString(null)
+          .writeUVarInt(withLeader ? 1 : 0),
+        withLeader ? tagged(0, leader) : Buffer.alloc(0),
+        withLeader ? leader.buffer : Buffer.alloc(0),
+      );
+    const response = (code: number) =>
+      bytes(
+        new Encoder().writeUVarInt(0).writeUVarInt(2).writeUVarIntString('replies').writeUVarInt(3),
+        partition(0, true),
+        partition(code, false),
+        new Encoder().writeUVarInt(0).writeInt32(7).writeUVarInt(0),
+      );
+    const { response: codec } = produceV12(args);
+
+    const ok = await codec.decode(response(0));
+    expect(ok).toEqual({
+      topics: [
+        {
+          topicName: 'replies',
+          partitions: [
+            { partition: 2, errorCode: 0, baseOffset: '41', logAppendTime: '-1', logStartOffset: '0' },
+            { partition: 2, errorCode: 0, baseOffset: '41', logAppendTime: '-1', logStartOffset: '0' },
+          ],
+        },
+      ],
+      throttleTime: 0,
+      clientSideThrottleTime: 7,
+    });
+    await expect(codec.decode(response(6)).then((d) => codec.parse(d))).rejects.toMatchObject({
+      type: 'NOT_LEADER_FOR_PARTITION',
+    });
+  });
+});
+
+describe('EndTxn v5 and TxnOffsetCommit v5', () => {
+  it('ends a transaction and reads the producer id and epoch for the next one', async () => {
+    const { request, response } = endTxnV5({
+      transactionalId: 'tx-1',
+      producerId: 4242,
+      producerEpoch: 7,
+      transactionResult: true,
+    });
+    expect(((await request.encode()) as unknown as Enc).buffer).toEqual(
+      new Encoder()
+        .writeUVarInt(0)
+        .writeUVarIntString('tx-1')
+        .writeInt64(4242)
+        .writeInt16(7)
+        .writeInt8(1)
+        .writeUVarInt(0).buffer,
+    );
+    const body = new Encoder()
+      .writeUVarInt(0)
+      .writeInt32(0)
+      .writeInt16(0)
+      .writeInt64(4242)
+      .writeInt16(8)
+      .writeUVarInt(0);
+    expect(await response.decode(body.buffer)).toEqual({
+      throttleTime: 0,
+      clientSideThrottleTime: 0,
+      errorCode: 0,
+      producerId: '4242',
+      producerEpoch: 8,
+    });
+    const fenced = new Encoder()
+      .writeUVarInt(0)
+      .writeInt32(0)
+      .writeInt16(90)
+      .writeInt64(-1)
+      .writeInt16(-1)
+      .writeUVarInt(0);
+    await expect(response.decode(fenced.buffer).then((d) => response.parse(d))).rejects.toThrow();
+  });
+
+  it('commits offsets with no generation or member (the coordinator checks neither) and throws a partition error', async () => {
+    const { request, response } = txnOffsetCommitV5({
+      transactionalId: 'tx-1',
+      groupId: 'g',
+      producerId: 4242,
+      producerEpoch: 7,
+      topics: [{ topic: 'requests', partitions: [{ partition: 1, offset: '100' }] }],
+    });
+    expect(((await request.encode()) as unknown as Enc).buffer).toEqual(
+      bytes(
+        new Encoder()
+          .writeUVarInt(0)
+          .writeUVarIntString('tx-1')
+          .writeUVarIntString('g')
+          .writeInt64(4242)
+          .writeInt16(7)
+          .writeInt32(-1)
+          .writeUVarIntString('')
+          .writeUVarIntString(null)
+          .writeUVarInt(2)
+          .writeUVarIntString('requests')
+          .writeUVarInt(2)
+          .writeInt32(1)
+          .writeInt64('100')
+          .writeInt32(-1)
+          .writeUVarIntString(null)
+          .writeUVarInt(0)
+          .writeUVarInt(0)
+          .writeUVarInt(0),
+      ),
+    );
+    const answer = (code: number) =>
+      new Encoder()
+        .writeUVarInt(0)
+        .writeInt32(0)
+        .writeUVarInt(2)
+        .writeUVarIntString('requests')
+        .writeUVarInt(2)
+        .writeInt32(1)
+        .writeInt16(code)
+        .writeUVarInt(0)
+        .writeUVarInt(0)
+        .writeUVarInt(0).buffer;
+    expect(await response.decode(answer(0))).toEqual({
+      throttleTime: 0,
+      clientSideThrottleTime: 0,
+      topics: [{ topic: 'requests', partitions: [{ partition: 1, errorCode: 0 }] }],
+    });
+    await expect(response.decode(answer(22)).then((d) => response.parse(d))).rejects.toMatchObject({
+      type: 'ILLEGAL_GENERATION',
+    });
+  });
+});
+
+/** A transaction coordinator (and group coordinator) that records what it is asked. */
+function fakeCluster(v: Versions) {
+  const calls: string[] = [];
+  let epoch = 0;
+  let producerId = 4242;
+  const broker = {
+    nodeId: 1,
+    versions: v,
+    async initProducerId() {
+      calls.push('InitProducerId');
+      return { producerId, producerEpoch: epoch };
+    },
+    async addPartitionsToTxn(a: { producerEpoch: number; topics: unknown }) {
+      calls.push(`AddPartitionsToTxn e${a.producerEpoch} ${JSON.stringify(a.topics)}`);
+    },
+    async addOffsetsToTxn(a: { producerEpoch: number }) {
+      calls.push(`AddOffsetsToTxn e${a.producerEpoch}`);
+    },
+    async txnOffsetCommit(a: { producerEpoch: number }) {
+      calls.push(`TxnOffsetCommit e${a.producerEpoch}`);
+    },
+    async txnOffsetCommitV5(a: { producerEpoch: number }) {
+      calls.push(`TxnOffsetCommitV5 e${a.producerEpoch}`);
+    },
+    async endTxn(a: { producerEpoch: number; transactionResult: boolean }) {
+      calls.push(`EndTxn e${a.producerEpoch} ${a.transactionResult ? 'commit' : 'abort'}`);
+    },
+    async endTxnV5(a: { producerEpoch: number; transactionResult: boolean }) {
+      calls.push(`EndTxnV5 e${a.producerEpoch} ${a.transactionResult ? 'commit' : 'abort'}`);
+      if (epoch === 0x7ffe) {
+        producerId += 1;
+        epoch = 0;
+      } else {
+        epoch += 1;
+      }
+      return {
+        throttleTime: 0,
+        clientSideThrottleTime: 0,
+        errorCode: 0,
+        producerId: String(producerId),
+        producerEpoch: epoch,
+      };
+    },
+    exhaustEpoch() {
+      epoch = 0x7ffe;
+    },
+  };
+  const cluster = {
+    async refreshMetadataIfNecessary() {},
+    async findGroupCoordinator() {
+      return broker;
+    },
+    async findControllerBroker() {
+      return broker;
+    },
+  };
+  const logger = { debug() {} };
+  const eos = createEosManager({ logger, cluster, transactional: true, transactionalId: 'tx-1' });
+  return { eos, calls, broker };
+}
+
+const partitions = [{ topic: 'replies', partitions: [{ partition: 0 }, { partition: 1 }] }];
+const offsets = {
+  consumerGroupId: 'g',
+  topics: [{ topic: 'requests', partitions: [{ partition: 0, offset: '5' }] }],
+};
+
+describe('the transaction manager', () => {
+  it('on v2 enrols nothing itself and takes the bumped epoch from EndTxn, sequences starting again', async () => {
+    const { eos, calls } = fakeCluster(versions(2));
+    await eos.initProducerId();
+    eos.beginTransaction();
+    await eos.addPartitionsToTransaction(partitions);
+    eos.updateSequence('replies', 0, 3);
+    await eos.sendOffsets(offsets);
+    await eos.commit();
+    expect(eos.getProducerEpoch()).toBe(1);
+    expect(eos.getSequence('replies', 0)).toBe(0);
+
+    eos.beginTransaction();
+    await eos.addPartitionsToTransaction(partitions);
+    await eos.abort();
+    expect(eos.getProducerEpoch()).toBe(2);
+    expect(calls).toEqual([
+      'InitProducerId',
+      'TxnOffsetCommitV5 e0',
+      'EndTxnV5 e0 commit',
+      'EndTxnV5 e1 abort',
+    ]);
+  });
+
+  it('on v2 takes the new producer id the coordinator gives once the epoch is exhausted', async () => {
+    const { eos, broker } = fakeCluster(versions(2));
+    await eos.initProducerId();
+    broker.exhaustEpoch();
+    eos.beginTransaction();
+    await eos.addPartitionsToTransaction(partitions);
+    await eos.commit();
+    expect([eos.getProducerId(), eos.getProducerEpoch()]).toEqual(['4243', 0]);
+  });
+
+  it("on v1 is kafkajs's flow: both Add requests, and the epoch kept", async () => {
+    const { eos, calls } = fakeCluster(versions(1));
+    await eos.initProducerId();
+    eos.beginTransaction();
+    eos.updateSequence('replies', 0, 3);
+    await eos.addPartitionsToTransaction(partitions);
+    await eos.addPartitionsToTransaction(partitions); // already in: not asked again
+    await eos.sendOffsets(offsets);
+    await eos.commit();
+    expect(eos.getProducerEpoch()).toBe(0);
+    expect(eos.getSequence('replies', 0)).toBe(3);
+    expect(calls).toEqual([
+      'InitProducerId',
+      'AddPartitionsToTxn e0 [{"topic":"replies","partitions":[0,1]}]',
+      'AddOffsetsToTxn e0',
+      'TxnOffsetCommit e0',
+      'EndTxn e0 commit',
+    ]);
+  });
+
+  it('keeps the protocol a transaction began with when the cluster changes under it', async () => {
+    const v = versions(2);
+    const { eos, calls, broker } = fakeCluster(v);
+    await eos.initProducerId();
+    eos.beginTransaction();
+    await eos.addPartitionsToTransaction(partitions);
+    broker.versions = versions(1); // e.g. a reconnect to a broker of the old protocol
+    await eos.sendOffsets(offsets);
+    await eos.commit();
+    eos.beginTransaction();
+    await eos.sendOffsets(offsets);
+    await eos.commit();
+    expect(calls).toEqual([
+      'InitProducerId',
+      'TxnOffsetCommitV5 e0',
+      'EndTxnV5 e0 commit',
+      'AddOffsetsToTxn e1',
+      'TxnOffsetCommit e1',
+      'EndTxn e1 commit',
+    ]);
+  });
+
+  it('keeps a transactional id kept on v1 there, on a cluster of v2, until released', async () => {
+    keepTransactionProtocolV1('tx-1');
+    try {
+      const { eos, calls } = fakeCluster(versions(2));
+      await eos.initProducerId();
+      eos.beginTransaction();
+      await eos.addPartitionsToTransaction(partitions);
+      await eos.commit();
+      expect(calls).toEqual([
+        'InitProducerId',
+        'AddPartitionsToTxn e0 [{"topic":"replies","partitions":[0,1]}]',
+        'EndTxn e0 commit',
+      ]);
+      expect(transactionV2For('tx-1', versions(2))).toBe(false);
+      expect(transactionV2For('tx-2', versions(2))).toBe(true);
+    } finally {
+      releaseTransactionProtocol('tx-1');
+    }
+    expect(transactionV2For('tx-1', versions(2))).toBe(true);
+  });
+
+  it('sends no EndTxn for a transaction that enrolled nothing, on either protocol', async () => {
+    for (const level of [1, 2]) {
+      const { eos, calls } = fakeCluster(versions(level));
+      await eos.initProducerId();
+      eos.beginTransaction();
+      await eos.commit();
+      eos.beginTransaction();
+      await eos.abort();
+      expect(calls).toEqual(['InitProducerId']);
+    }
+  });
+});
