@@ -10,14 +10,20 @@ import { countEnv, requiredEnv } from './env.ts';
 
 /**
  * The bare producer the benchmarks compare against: kafkajs defaults except what transactions need,
- * the #304 retry fix and the Java client's partitioner.
+ * the #304 retry fix and the Java client's partitioner. On fraudlink's kafkajs it keeps Kafka's
+ * transaction protocol v1, as the connector does (src/connector/kafka-session.ts).
  */
 export async function bareTransactionalProducer(
   kafkajs: Pick<KafkajsModule, 'Partitioners'>,
   kafka: Kafkajs.Kafka,
 ): Promise<Kafkajs.Producer> {
+  const transactionalId = `bench-bare-${randomUUID()}`;
+  if (process.env.BARE_KAFKAJS_FIXES === '1') {
+    const { keepTransactionProtocolV1 } = await import('../src/kafka/transaction-v2.ts');
+    keepTransactionProtocolV1(transactionalId);
+  }
   const producer = kafka.producer({
-    transactionalId: `bench-bare-${randomUUID()}`,
+    transactionalId,
     idempotent: true,
     maxInFlightRequests: 1,
     retry: { initialRetryTime: 20 },

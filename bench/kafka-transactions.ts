@@ -23,7 +23,11 @@ function records(topic: string, count: number): OutgoingRecord[] {
 }
 
 async function sendRate(kafka: KafkaClient, topic: string, perTransaction: number): Promise<number> {
-  const producer = await kafka.transactionalProducer({ transactionalId: `bench-${randomUUID()}` });
+  // Back-to-back transactions of one producer, as the connector's: on its protocol (v1).
+  const producer = await kafka.transactionalProducer({
+    transactionalId: `bench-${randomUUID()}`,
+    transactionProtocol: 'v1',
+  });
   const all = records(topic, total);
   const started = process.hrtime.bigint();
   for (let i = 0; i < all.length; i += perTransaction) {
