@@ -147,7 +147,7 @@ export function createEosManager({
   /** Partitions already in the transaction. */
   let transactionTopicPartitions: Record<string, Record<number, boolean>> = {};
   let hasOffsetsAddedToTransaction = false;
-  /** Whether the current transaction takes the v2 protocol (decided when it begins). */
+  /** Whether the current transaction takes the v2 protocol (decided at its first request). */
   let transactionV2 = false;
 
   const stateMachine = createStateMachine({ logger });

@@ -600,6 +600,8 @@ export function installTransactionV2(): void {
       response = (await send(this, {
         ...apiVersionsV3(kafkajsVersion),
         requestTimeout: this.connectionPool.connectionTimeout,
+        // A refusal only sends us to the older versions, as kafkajs's own v1 and v2 do.
+        logResponseError: false,
       })) as ApiVersionsV3;
     } catch (e) {
       if ((e as ProtocolError).type !== 'UNSUPPORTED_VERSION') throw e;

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
+import '../../src/kafka/kafkajs.ts';
 import { createEosManager } from '../../src/kafka/eos-manager.ts';
 import {
   apiVersionsV3,
@@ -506,5 +507,79 @@ describe('the transaction manager', () => {
       await eos.abort();
       expect(calls).toEqual(['InitProducerId']);
     }
+  });
+});
+
+describe("kafkajs's Broker with the v2 requests installed", () => {
+  // Importing kafkajs.ts installs them, as every kafkajs client of fraudlink gets them.
+  const Broker = require('kafkajs/src/broker/index.js') as new (
+    options: object,
+  ) => {
+    versions: Versions | null;
+    apiVersions(): Promise<Versions>;
+    produce(args: object): Promise<unknown>;
+  };
+  const { createErrorFromCode } = require('kafkajs/src/protocol/error.js') as {
+    createErrorFromCode(code: number): Error;
+  };
+  const logger = { namespace: () => ({ debug() {}, info() {}, warn() {}, error() {} }) };
+
+  /** A broker whose connection answers each request with `answer(apiName, apiVersion)`. */
+  function brokerAnswering(answer: (apiName: string, apiVersion: number) => unknown) {
+    const sent: string[] = [];
+    const connectionPool = {
+      connectionTimeout: 1000,
+      host: 'fake',
+      port: 9092,
+      async send({ request }: { request: { apiName: string; apiVersion: number } }) {
+        sent.push(`${request.apiName} v${request.apiVersion}`);
+        return answer(request.apiName, request.apiVersion);
+      },
+    };
+    return { broker: new Broker({ connectionPool, logger }), sent };
+  }
+
+  it('asks ApiVersions v3 and keeps the finalized features with the versions', async () => {
+    const { broker, sent } = brokerAnswering(() => ({
+      errorCode: 0,
+      apiVersions: [{ apiKey: 0, minVersion: 3, maxVersion: 13 }],
+      finalizedFeatures: new Map([['transaction.version', 2]]),
+    }));
+    const v = await broker.apiVersions();
+    expect(sent).toEqual(['ApiVersions v3']);
+    expect(v[0]).toEqual({ minVersion: 3, maxVersion: 13 });
+    expect(finalizedFeatureLevel(v, 'transaction.version')).toBe(2);
+  });
+
+  it("falls back to kafkajs's own negotiation when a broker refuses v3, and knows no features then", async () => {
+    const { broker, sent } = brokerAnswering((_name, version) => {
+      if (version === 3) throw createErrorFromCode(35);
+      return { apiVersions: [{ apiKey: 0, minVersion: 0, maxVersion: 8 }] };
+    });
+    const v = await broker.apiVersions();
+    expect(sent).toEqual(['ApiVersions v3', 'ApiVersions v2']);
+    expect(v[0]).toEqual({ minVersion: 0, maxVersion: 8 });
+    expect(finalizedFeatureLevel(v, 'transaction.version')).toBe(0);
+  });
+
+  it('sends Produce v12 only for a transactional id on v2, on a broker that offers it', async () => {
+    const { broker, sent } = brokerAnswering(() => ({ topics: [] }));
+    const produce = (transactionalId: string | null) =>
+      broker.produce({ transactionalId, producerId: 1, producerEpoch: 0, topicData: [] });
+    broker.versions = versions(2);
+    Object.assign(broker, {
+      lookupRequest: () => () => ({ request: { apiName: 'Produce', apiVersion: 7 } }),
+    });
+    await produce('tx-on-v2');
+    await produce(null);
+    keepTransactionProtocolV1('tx-on-v1');
+    try {
+      await produce('tx-on-v1');
+    } finally {
+      releaseTransactionProtocol('tx-on-v1');
+    }
+    broker.versions = versions(1);
+    await produce('tx-on-v2');
+    expect(sent).toEqual(['Produce v12', 'Produce v7', 'Produce v7', 'Produce v7']);
   });
 });
