@@ -5,9 +5,9 @@ import { type EndTxnV5Result, transactionV2For, type Versions } from './transact
 /**
  * kafkajs's eosManager (producer/eosManager/index.js, kafkajs 2.2.4) with Kafka's transaction
  * protocol v2 beside its v1 (transaction-v2.ts). The v1 flow is kafkajs's, step for step. A
- * transaction takes v2 when, at its begin, the cluster finalizes `transaction.version` 2 and the
- * transaction coordinator offers the v2 requests, unless its transactional id is kept on v1
- * (`keepTransactionProtocolV1`); it keeps the protocol it began with. On v2:
+ * transaction takes v2 when, at its first request, the cluster finalizes `transaction.version` 2
+ * and the transaction coordinator offers the v2 requests, unless its transactional id is kept on v1
+ * (`keepTransactionProtocolV1`); it keeps that protocol to its end. On v2:
  * - no AddPartitionsToTxn: Produce v12 enrols its partitions (the partitions are still tracked,
  *   so that a transaction that wrote nothing sends no EndTxn, as on v1);
  * - no AddOffsetsToTxn: TxnOffsetCommit v5 enrols the offsets;
@@ -173,6 +173,11 @@ export function createEosManager({
     hasOffsetsAddedToTransaction ||
     Object.values(transactionTopicPartitions).some((partitions) => Object.values(partitions).some(Boolean));
 
+  /** Takes the current transaction's protocol at its first request; later requests keep it. */
+  const takeProtocol = (coordinator: Broker) => {
+    if (!isOngoing()) transactionV2 = transactionV2For(transactionalId as string, coordinator.versions);
+  };
+
   async function endTransaction(committed: boolean) {
     const broker = await findTransactionCoordinator();
     if (!transactionV2) {
@@ -289,7 +294,7 @@ export function createEosManager({
         }));
         if (topics.length > 0) {
           const broker = await findTransactionCoordinator();
-          if (!isOngoing()) transactionV2 = transactionV2For(transactionalId as string, broker.versions);
+          takeProtocol(broker);
           // On v2 the Produce that follows enrols the partitions.
           if (!transactionV2) {
             await broker.addPartitionsToTxn({ transactionalId, producerId, producerEpoch, topics });
@@ -324,8 +329,7 @@ export function createEosManager({
         assert(consumerGroupId, 'Missing consumerGroupId');
         assert(topics, 'Missing offset topics');
         const transactionCoordinator = await findTransactionCoordinator();
-        if (!isOngoing())
-          transactionV2 = transactionV2For(transactionalId as string, transactionCoordinator.versions);
+        takeProtocol(transactionCoordinator);
         // On v2 the TxnOffsetCommit below enrols the offsets.
         if (!transactionV2) {
           await transactionCoordinator.addOffsetsToTxn({

@@ -7,9 +7,8 @@ import { installTransactionV2 } from './transaction-v2.ts';
  * kafkajs, loaded once through here so ten fixes and one addition are in place before any of its
  * modules load (kafkajs has had no release since 2023): one fix to what read_committed consumers
  * see, seven to the producer's hot path, one to the consumer's and one to every connection's timers;
- * and Kafka's transaction protocol v2 (11). The producer
- * fixes leave the bytes on the wire unchanged (test/kafka/kafkajs-fixes.test.ts compares them with
- * the original code's).
+ * and Kafka's transaction protocol v2 (11). The producer fixes leave the bytes on the wire unchanged
+ * (test/kafka/kafkajs-fixes.test.ts compares them with the original code's).
  *
  * 1. Aborted records of interleaved transactions. kafkajs's `filterAbortedMessages` switches on at
  * most ONE aborted transaction per message: when a fetch starts after the first offsets of two

@@ -125,9 +125,10 @@ export async function createTransactionalProducer(
     transactionTimeout: options.transactionTimeoutMs ?? 60_000,
     ...idempotent,
   });
-  if (options.transactionProtocol === 'v1') keepTransactionProtocolV1(options.transactionalId);
+  const keptOnV1 = options.transactionProtocol === 'v1';
+  if (keptOnV1) keepTransactionProtocolV1(options.transactionalId);
   const release = () => {
-    if (options.transactionProtocol === 'v1') releaseTransactionProtocol(options.transactionalId);
+    if (keptOnV1) releaseTransactionProtocol(options.transactionalId);
   };
   try {
     await producer.connect();

@@ -113,7 +113,7 @@ const Decoder = () => kafkajsCodec().Decoder;
 /** Where the cluster's finalized feature levels ride on a kafkajs versions object. */
 const FEATURES = Symbol.for('fraudlink.kafkajs.finalizedFeatures');
 
-export const TRANSACTION_VERSION_FEATURE = 'transaction.version';
+const TRANSACTION_VERSION_FEATURE = 'transaction.version';
 
 /** The level at which the cluster finalizes a feature, 0 when it does not or the broker says nothing. */
 export function finalizedFeatureLevel(versions: Versions | null | undefined, feature: string): number {
