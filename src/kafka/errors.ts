@@ -1,16 +1,14 @@
 import { FencedError, KafkaError } from '../errors.ts';
 
 /**
- * kafkajs 2.2.4 names the fencing errors by the broker's error types. Brokers answer kafkajs's old
- * request versions with INVALID_PRODUCER_EPOCH (47) where newer clients get PRODUCER_FENCED (90),
- * which kafkajs does not know: it would surface as KAFKAJS_UNKNOWN_ERROR_CODE (code -99, the broker's
- * code only in the message), so that one case is recognised by its message.
- * INVALID_PRODUCER_ID_MAPPING (49): the coordinator no longer knows this producer's id, e.g. after
- * a newer instance took the transactional id over.
+ * The fencing errors, by the broker's error types. Brokers answer kafkajs's old request versions
+ * with INVALID_PRODUCER_EPOCH (47), newer versions (transaction protocol v2) with PRODUCER_FENCED
+ * (90, known to kafkajs through kafkajs.ts's fix 12). INVALID_PRODUCER_ID_MAPPING (49): the
+ * coordinator no longer knows this producer's id, e.g. after a newer instance took the
+ * transactional id over.
  */
 const FENCING_TYPES = new Set(['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'INVALID_PRODUCER_ID_MAPPING']);
 const FENCING_CODES = new Set([47, 49, 90]);
-const UNKNOWN_PRODUCER_FENCED = /^Unknown error code 90$/;
 
 interface KafkajsLike {
   name?: string;
@@ -37,7 +35,6 @@ export function isFencing(err: unknown): boolean {
   for (const e of chain(err)) {
     if (e.type && FENCING_TYPES.has(e.type)) return true;
     if (e.code !== undefined && FENCING_CODES.has(e.code)) return true;
-    if (e.type === 'KAFKAJS_UNKNOWN_ERROR_CODE' && UNKNOWN_PRODUCER_FENCED.test(e.message ?? '')) return true;
   }
   return false;
 }

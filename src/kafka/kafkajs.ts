@@ -1,13 +1,14 @@
 import { createRequire } from 'node:module';
 import type * as Kafkajs from 'kafkajs';
 import { createEosManager, eosManagerModulePath } from './eos-manager.ts';
+import { KAFKA_ERROR_CODES_AFTER_KAFKAJS } from './error-codes.ts';
 import { installTransactionV2 } from './transaction-v2.ts';
 
 /**
- * kafkajs, loaded once through here so ten fixes and one addition are in place before any of its
+ * kafkajs, loaded once through here so ten fixes and two additions are in place before any of its
  * modules load (kafkajs has had no release since 2023): one fix to what read_committed consumers
  * see, seven to the producer's hot path, one to the consumer's and one to every connection's timers;
- * and Kafka's transaction protocol v2 (11). The producer fixes leave the bytes on the wire unchanged
+ * Kafka's transaction protocol v2 (11) and its error codes since kafkajs (12). The producer fixes leave the bytes on the wire unchanged
  * (test/kafka/kafkajs-fixes.test.ts compares them with the original code's).
  *
  * 1. Aborted records of interleaved transactions. kafkajs's `filterAbortedMessages` switches on at
@@ -73,6 +74,11 @@ import { installTransactionV2 } from './transaction-v2.ts';
  *
  * 11. Kafka's transaction protocol v2 (KIP-890; transaction-v2.ts and eos-manager.ts, which replaces
  * kafkajs's eosManager): three requests a transaction where kafkajs sends five.
+ *
+ * 12. Kafka's error codes 89–133 (error-codes.ts), which kafkajs would report as "Unknown error code
+ * N", not retriable: e.g. PRODUCER_FENCED (90), which brokers answer newer request versions with, or
+ * TRANSACTION_ABORTABLE (120), which a transaction v2 Produce can return. Each keeps Kafka's type,
+ * message and retriability (its Java exception a RetriableException or not).
  *
  * Measured on the connector (HeapProfiler sampling, 14 s of a 1,000,000-row run): 5, 6 and 7 took
  * the main thread's allocations from 5.4 to 1.5 GB (~390 to ~110 MB/s). Before, V8 answered with a
@@ -697,6 +703,7 @@ interface RequestQueueInstance {
 }
 
 /** kafkajs's own wait before it checks again for a request that waits for an in-flight slot. */
+export const errorModulePath = require.resolve('kafkajs/src/protocol/error.js');
 const CHECK_PENDING_REQUESTS_INTERVAL_MS = 10;
 
 /** 11. Kafka's transaction protocol v2 (transaction-v2.ts): kafkajs's eosManager swapped for ours. */
@@ -731,6 +738,16 @@ function installRequestQueueWithoutLoop(): void {
   };
 }
 
+/** 12. kafkajs looks codes up in its exported `errorCodes` array at each error; ours appended once. */
+function installErrorCodes(): void {
+  const { errorCodes } = require(errorModulePath) as {
+    errorCodes: { type: string; code: number; retriable: boolean; message: string }[];
+  };
+  for (const [code, type, retriable, message] of KAFKA_ERROR_CODES_AFTER_KAFKAJS) {
+    if (!errorCodes.some((e) => e.code === code)) errorCodes.push({ type, code, retriable, message });
+  }
+}
+
 installAbortFilterFix();
 installPooledEncoder();
 installIntVarLong();
@@ -743,6 +760,7 @@ installNumericRecordDecoding();
 installRequestQueueWithoutLoop();
 installTransactionV2();
 installEosManager();
+installErrorCodes();
 
 const kafkajs = require('kafkajs') as typeof Kafkajs;
 export default kafkajs;

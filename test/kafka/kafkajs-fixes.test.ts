@@ -1,7 +1,10 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
+import { FencedError, KafkaError } from '../../src/errors.ts';
+import { toKafkaError } from '../../src/kafka/errors.ts';
 import {
   encoderModulePath,
+  errorModulePath,
   groupModulePath,
   murmur2,
   murmur2ModulePath,
@@ -528,5 +531,37 @@ describe('kafkajs request queue without a timer loop', () => {
     expect(Date.now()).toBeGreaterThanOrEqual(until);
     respond(queue, 1);
     expect(queue.throttleCheckTimeoutId).toBeNull();
+  });
+});
+
+describe("kafkajs with Kafka's error codes since 2.2.4", () => {
+  const { createErrorFromCode } = require(errorModulePath) as {
+    createErrorFromCode(code: number): Error & { type: string; code: number; retriable: boolean };
+  };
+
+  it('names a code kafkajs did not know with its Kafka type, message and retriability', () => {
+    const abortable = createErrorFromCode(120);
+    expect(abortable).toMatchObject({
+      name: 'KafkaJSProtocolError',
+      type: 'TRANSACTION_ABORTABLE',
+      code: 120,
+    });
+    expect(abortable.retriable).toBe(false);
+    expect(abortable.message).toMatch(/^The server encountered an error with the transaction/);
+    expect(createErrorFromCode(89)).toMatchObject({ type: 'THROTTLING_QUOTA_EXCEEDED', retriable: true });
+    expect(createErrorFromCode(133)).toMatchObject({ type: 'SHARE_SESSION_LIMIT_REACHED', retriable: true });
+  });
+
+  it("keeps kafkajs's own entries and its answer for a code Kafka has not defined", () => {
+    expect(createErrorFromCode(88)).toMatchObject({ type: 'UNSTABLE_OFFSET_COMMIT', code: 88 });
+    expect(createErrorFromCode(999)).toMatchObject({ type: 'KAFKAJS_UNKNOWN_ERROR_CODE', code: -99 });
+  });
+
+  it('maps PRODUCER_FENCED to FencedError and TRANSACTION_ABORTABLE to a final KafkaError', () => {
+    expect(toKafkaError(createErrorFromCode(90), 'commit')).toBeInstanceOf(FencedError);
+    const abortable = toKafkaError(createErrorFromCode(120), 'commit');
+    expect(abortable).toBeInstanceOf(KafkaError);
+    expect(abortable).toMatchObject({ retriable: false });
+    expect(abortable.message).toMatch(/^commit: The server encountered an error with the transaction/);
   });
 });

@@ -1,0 +1,140 @@
+/**
+ * Kafka's error codes added after kafkajs 2.2.4 (which knows 0–88): code, type, whether Kafka's Java
+ * client treats it as retriable (its exception a RetriableException), and Kafka's message. Taken from
+ * `org.apache.kafka.common.protocol.Errors` of kafka-clients 4.3.1. kafkajs names any code it does
+ * not know "Unknown error code N" (type KAFKAJS_UNKNOWN_ERROR_CODE, code -99, not retriable).
+ */
+export const KAFKA_ERROR_CODES_AFTER_KAFKAJS: ReadonlyArray<
+  readonly [code: number, type: string, retriable: boolean, message: string]
+> = [
+  [89, 'THROTTLING_QUOTA_EXCEEDED', true, 'The throttling quota has been exceeded'],
+  [
+    90,
+    'PRODUCER_FENCED',
+    false,
+    'There is a newer producer with the same transactionalId which fences the current one',
+  ],
+  [91, 'RESOURCE_NOT_FOUND', false, 'A request illegally referred to a resource that does not exist'],
+  [92, 'DUPLICATE_RESOURCE', false, 'A request illegally referred to the same resource twice'],
+  [93, 'UNACCEPTABLE_CREDENTIAL', false, 'Requested credential would not meet criteria for acceptability'],
+  [
+    94,
+    'INCONSISTENT_VOTER_SET',
+    false,
+    'Indicates that the either the sender or recipient of a voter-only request is not one of the expected voters',
+  ],
+  [95, 'INVALID_UPDATE_VERSION', false, 'The given update version was invalid'],
+  [
+    96,
+    'FEATURE_UPDATE_FAILED',
+    false,
+    'Unable to update finalized features due to an unexpected server error',
+  ],
+  [
+    97,
+    'PRINCIPAL_DESERIALIZATION_FAILURE',
+    false,
+    'Request principal deserialization failed during forwarding. This indicates an internal error on the broker cluster security setup',
+  ],
+  [98, 'SNAPSHOT_NOT_FOUND', false, 'Requested snapshot was not found'],
+  [
+    99,
+    'POSITION_OUT_OF_RANGE',
+    false,
+    'Requested position is not greater than or equal to zero, and less than the size of the snapshot',
+  ],
+  [100, 'UNKNOWN_TOPIC_ID', true, 'This server does not host this topic ID'],
+  [101, 'DUPLICATE_BROKER_REGISTRATION', false, 'This broker ID is already in use'],
+  [102, 'BROKER_ID_NOT_REGISTERED', false, 'The given broker ID was not registered'],
+  [103, 'INCONSISTENT_TOPIC_ID', true, "The log's topic ID did not match the topic ID in the request"],
+  [
+    104,
+    'INCONSISTENT_CLUSTER_ID',
+    false,
+    'The clusterId in the request does not match that found on the server',
+  ],
+  [105, 'TRANSACTIONAL_ID_NOT_FOUND', false, 'The transactionalId could not be found'],
+  [106, 'FETCH_SESSION_TOPIC_ID_ERROR', true, 'The fetch session encountered inconsistent topic ID usage'],
+  [107, 'INELIGIBLE_REPLICA', false, 'The new ISR contains at least one ineligible replica'],
+  [
+    108,
+    'NEW_LEADER_ELECTED',
+    false,
+    'The AlterPartition request successfully updated the partition state but the leader has changed',
+  ],
+  [109, 'OFFSET_MOVED_TO_TIERED_STORAGE', false, 'The requested offset is moved to tiered storage'],
+  [
+    110,
+    'FENCED_MEMBER_EPOCH',
+    false,
+    'The member epoch is fenced by the group coordinator. The member must abandon all its partitions and rejoin',
+  ],
+  [
+    111,
+    'UNRELEASED_INSTANCE_ID',
+    false,
+    'The instance ID is still used by another member in the consumer group. That member must leave first',
+  ],
+  [
+    112,
+    'UNSUPPORTED_ASSIGNOR',
+    false,
+    'The assignor or its version range is not supported by the consumer group',
+  ],
+  [
+    113,
+    'STALE_MEMBER_EPOCH',
+    false,
+    'The member epoch is stale. The member must retry after receiving its updated member epoch via the ConsumerGroupHeartbeat API',
+  ],
+  [114, 'MISMATCHED_ENDPOINT_TYPE', false, 'The request was sent to an endpoint of the wrong type'],
+  [115, 'UNSUPPORTED_ENDPOINT_TYPE', false, 'This endpoint type is not supported yet'],
+  [116, 'UNKNOWN_CONTROLLER_ID', false, 'This controller ID is not known'],
+  [
+    117,
+    'UNKNOWN_SUBSCRIPTION_ID',
+    false,
+    'Client sent a push telemetry request with an invalid or outdated subscription ID',
+  ],
+  [
+    118,
+    'TELEMETRY_TOO_LARGE',
+    false,
+    'Client sent a push telemetry request larger than the maximum size the broker will accept',
+  ],
+  [119, 'INVALID_REGISTRATION', false, 'The controller has considered the broker registration to be invalid'],
+  [
+    120,
+    'TRANSACTION_ABORTABLE',
+    false,
+    'The server encountered an error with the transaction. The client can abort the transaction to continue using this transactional ID',
+  ],
+  [
+    121,
+    'INVALID_RECORD_STATE',
+    false,
+    'The record state is invalid. The acknowledgement of delivery could not be completed',
+  ],
+  [122, 'SHARE_SESSION_NOT_FOUND', true, 'The share session was not found'],
+  [123, 'INVALID_SHARE_SESSION_EPOCH', true, 'The share session epoch is invalid'],
+  [
+    124,
+    'FENCED_STATE_EPOCH',
+    false,
+    'The share coordinator rejected the request because the share-group state epoch did not match',
+  ],
+  [125, 'INVALID_VOTER_KEY', false, "The voter key doesn't match the receiving replica's key"],
+  [126, 'DUPLICATE_VOTER', false, 'The voter is already part of the set of voters'],
+  [127, 'VOTER_NOT_FOUND', false, 'The voter is not part of the set of voters'],
+  [128, 'INVALID_REGULAR_EXPRESSION', false, 'The regular expression is not valid'],
+  [
+    129,
+    'REBOOTSTRAP_REQUIRED',
+    false,
+    'Client metadata is stale. The client should rebootstrap to obtain new metadata',
+  ],
+  [130, 'STREAMS_INVALID_TOPOLOGY', false, 'The supplied topology is invalid'],
+  [131, 'STREAMS_INVALID_TOPOLOGY_EPOCH', false, 'The supplied topology epoch is invalid'],
+  [132, 'STREAMS_TOPOLOGY_FENCED', false, 'The supplied topology epoch is outdated'],
+  [133, 'SHARE_SESSION_LIMIT_REACHED', true, 'The limit of share sessions has been reached'],
+];
