@@ -1,5 +1,6 @@
 import assert from 'node:assert';
 import { createRequire } from 'node:module';
+import { forgetCoordinators } from './coordinator-cache.ts';
 import { type EndTxnV5Result, transactionV2For, type Versions } from './transaction-v2.ts';
 
 /**
@@ -13,6 +14,14 @@ import { type EndTxnV5Result, transactionV2For, type Versions } from './transact
  * - no AddOffsetsToTxn: TxnOffsetCommit v5 enrols the offsets;
  * - EndTxn v5 returns the producer id and epoch for the next transaction (the epoch one higher,
  *   or a new id once the epoch is exhausted), and sequences start again at 0 under them.
+ *
+ * Beyond kafkajs, on either protocol, EndTxn is retried as Kafka's Java client retries it (kafkajs
+ * sent it once): after a coordinator that moved or was not ready, a transaction still completing,
+ * or a lost connection or response. The coordinator recognises a repeated EndTxn (v1: the same
+ * epoch, the transaction already completed with that result; v2: the epoch before its bump) and
+ * answers it as it answered the first, so a commit whose response was lost still commits once.
+ * And TxnOffsetCommit's retry after a coordinator that moved or was loading now runs (see the codes
+ * below).
  *
  * Installed in the CommonJS cache in place of kafkajs's module (kafkajs.ts), so kafkajs's producer
  * creates it.
@@ -28,7 +37,8 @@ interface Logger {
 }
 interface ProtocolError extends Error {
   type?: string;
-  code?: string;
+  /** Kafka's error code, or a socket's (ECONNREFUSED...) on a connection error. */
+  code?: number | string;
 }
 type Bail = (e: unknown) => void;
 type Retrier = <T>(fn: (bail: Bail, retryCount: number, retryTime: number) => Promise<T>) => Promise<T>;
@@ -115,8 +125,19 @@ const INIT_PRODUCER_RETRIABLE_PROTOCOL_ERRORS = [
   // abort it (as Kafka's Java client does).
   'CONCURRENT_TRANSACTIONS',
 ];
-const COMMIT_RETRIABLE_PROTOCOL_ERRORS = ['UNKNOWN_TOPIC_OR_PARTITION', 'COORDINATOR_LOAD_IN_PROGRESS'];
-const COMMIT_STALE_COORDINATOR_PROTOCOL_ERRORS = ['COORDINATOR_NOT_AVAILABLE', 'NOT_COORDINATOR'];
+// By Kafka's codes: kafkajs names 14–16 by their old GROUP_ names, so the lists of kafkajs's
+// eosManager (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR) never matched
+// and a TxnOffsetCommit to a coordinator that moved or was loading failed without its retry.
+const UNKNOWN_TOPIC_OR_PARTITION = 3;
+const COORDINATOR_LOAD_IN_PROGRESS = 14;
+const COORDINATOR_NOT_AVAILABLE = 15;
+const NOT_COORDINATOR = 16;
+const CONCURRENT_TRANSACTIONS = 51;
+const COMMIT_RETRIABLE_CODES = [UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_LOAD_IN_PROGRESS];
+const STALE_COORDINATOR_CODES = [COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR];
+/** EndTxn answers the Java client retries without a new lookup (its EndTxnHandler). */
+const END_TXN_RETRIABLE_CODES = [COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS];
+const LOST_REQUEST_ERRORS = ['KafkaJSConnectionError', 'KafkaJSRequestTimeoutError'];
 
 export interface EosManagerOptions {
   logger: Logger;
@@ -178,20 +199,35 @@ export function createEosManager({
     if (!isOngoing()) transactionV2 = transactionV2For(transactionalId as string, coordinator.versions);
   };
 
+  /** EndTxn to the transaction coordinator, retried (see above) within the producer's retry budget. */
   async function endTransaction(committed: boolean) {
-    const broker = await findTransactionCoordinator();
-    if (!transactionV2) {
-      await broker.endTxn({ producerId, producerEpoch, transactionalId, transactionResult: committed });
-      return;
-    }
-    const result = await broker.endTxnV5({
-      transactionalId: transactionalId as string,
-      producerId,
-      producerEpoch,
-      transactionResult: committed,
+    const result = await retrier(async (bail, retryCount, retryTime) => {
+      try {
+        const broker = await findTransactionCoordinator();
+        const args = { transactionalId: transactionalId as string, producerId, producerEpoch };
+        if (!transactionV2) return await broker.endTxn({ ...args, transactionResult: committed });
+        return await broker.endTxnV5({ ...args, transactionResult: committed });
+      } catch (e) {
+        const { code, name, message } = e as ProtocolError;
+        const stale = STALE_COORDINATOR_CODES.includes(code as number) || LOST_REQUEST_ERRORS.includes(name);
+        if (stale || END_TXN_RETRIABLE_CODES.includes(code as number)) {
+          // A coordinator that moved, or a connection that broke, is looked up again.
+          if (stale) forgetCoordinators();
+          logger.debug('EndTxn not completed, retrying', {
+            error: message,
+            transactionalId,
+            retryCount,
+            retryTime,
+          });
+          throw e;
+        }
+        bail(e);
+      }
     });
-    producerId = result.producerId;
-    producerEpoch = result.producerEpoch;
+    if (!transactionV2) return;
+    const { producerId: nextId, producerEpoch: nextEpoch } = result as EndTxnV5Result;
+    producerId = nextId;
+    producerEpoch = nextEpoch;
     producerSequence = {};
     logger.debug('Producer epoch bumped by the end of the transaction', { producerId, producerEpoch });
   }
@@ -358,8 +394,8 @@ export function createEosManager({
               ? groupCoordinator.txnOffsetCommitV5(args)
               : groupCoordinator.txnOffsetCommit(args));
           } catch (e) {
-            const { type, code, message, stack } = e as ProtocolError;
-            if (type && COMMIT_RETRIABLE_PROTOCOL_ERRORS.includes(type)) {
+            const { code, message, stack } = e as ProtocolError;
+            if (COMMIT_RETRIABLE_CODES.includes(code as number)) {
               logger.debug('Group coordinator is not ready yet, retrying', {
                 error: message,
                 stack,
@@ -369,10 +405,7 @@ export function createEosManager({
               });
               throw e;
             }
-            if (
-              (type && COMMIT_STALE_COORDINATOR_PROTOCOL_ERRORS.includes(type)) ||
-              code === 'ECONNREFUSED'
-            ) {
+            if (STALE_COORDINATOR_CODES.includes(code as number) || code === 'ECONNREFUSED') {
               logger.debug('Invalid group coordinator, finding new group coordinator and retrying', {
                 error: message,
                 stack,
@@ -380,6 +413,8 @@ export function createEosManager({
                 retryCount,
                 retryTime,
               });
+              // Not the coordinator cached for the next second (coordinator-cache.ts).
+              forgetCoordinators();
               groupCoordinator = await cluster.findGroupCoordinator({
                 groupId: consumerGroupId,
                 coordinatorType: COORDINATOR_TYPES.GROUP,

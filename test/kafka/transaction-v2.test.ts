@@ -333,11 +333,33 @@ describe('EndTxn v5 and TxnOffsetCommit v5', () => {
   });
 });
 
-/** A transaction coordinator (and group coordinator) that records what it is asked. */
+const { createErrorFromCode } = require('kafkajs/src/protocol/error.js') as {
+  createErrorFromCode(code: number): Error;
+};
+const { KafkaJSRequestTimeoutError } = require('kafkajs/src/errors.js') as {
+  KafkaJSRequestTimeoutError: new (message: string) => Error;
+};
+
+/**
+ * A transaction coordinator (and group coordinator) that records what it is asked. `faults` are
+ * EndTxn's and TxnOffsetCommit's answers, one per call, before they succeed: an Error is thrown
+ * before the coordinator acts on the request; 'lost' (EndTxn only) acts on it (ends the
+ * transaction, bumps the epoch on v2) and then throws a request timeout, as when the response never
+ * arrives. A repeated EndTxn with the epoch
+ * before the bump is answered with the bumped one, as Kafka's coordinator answers a v2 retry.
+ */
 function fakeCluster(v: Versions) {
   const calls: string[] = [];
+  const faults = { endTxn: [] as (Error | 'lost')[], txnOffsetCommit: [] as Error[] };
   let epoch = 0;
   let producerId = 4242;
+  let lookups = 0;
+  const endTxnFault = (): 'lost' | undefined => {
+    const fault = faults.endTxn.shift();
+    if (fault instanceof Error) throw fault;
+    return fault;
+  };
+  const lost = () => new KafkaJSRequestTimeoutError('Request EndTxn timed out');
   const broker = {
     nodeId: 1,
     versions: v,
@@ -353,21 +375,30 @@ function fakeCluster(v: Versions) {
     },
     async txnOffsetCommit(a: { producerEpoch: number }) {
       calls.push(`TxnOffsetCommit e${a.producerEpoch}`);
+      const fault = faults.txnOffsetCommit.shift();
+      if (fault) throw fault;
     },
     async txnOffsetCommitV5(a: { producerEpoch: number }) {
       calls.push(`TxnOffsetCommitV5 e${a.producerEpoch}`);
+      const fault = faults.txnOffsetCommit.shift();
+      if (fault) throw fault;
     },
     async endTxn(a: { producerEpoch: number; transactionResult: boolean }) {
       calls.push(`EndTxn e${a.producerEpoch} ${a.transactionResult ? 'commit' : 'abort'}`);
+      if (endTxnFault() === 'lost') throw lost();
     },
     async endTxnV5(a: { producerEpoch: number; transactionResult: boolean }) {
       calls.push(`EndTxnV5 e${a.producerEpoch} ${a.transactionResult ? 'commit' : 'abort'}`);
-      if (epoch === 0x7ffe) {
+      const fault = endTxnFault();
+      if (a.producerEpoch === epoch - 1) {
+        // A retry of the EndTxn that bumped the epoch: the same answer again.
+      } else if (epoch === 0x7ffe) {
         producerId += 1;
         epoch = 0;
       } else {
         epoch += 1;
       }
+      if (fault === 'lost') throw lost();
       return {
         throttleTime: 0,
         clientSideThrottleTime: 0,
@@ -381,8 +412,10 @@ function fakeCluster(v: Versions) {
     },
   };
   const cluster = {
+    retry: { initialRetryTime: 1, retries: 3 },
     async refreshMetadataIfNecessary() {},
     async findGroupCoordinator() {
+      lookups += 1;
       return broker;
     },
     async findControllerBroker() {
@@ -391,7 +424,7 @@ function fakeCluster(v: Versions) {
   };
   const logger = { debug() {} };
   const eos = createEosManager({ logger, cluster, transactional: true, transactionalId: 'tx-1' });
-  return { eos, calls, broker };
+  return { eos, calls, broker, faults, lookups: () => lookups };
 }
 
 const partitions = [{ topic: 'replies', partitions: [{ partition: 0 }, { partition: 1 }] }];
@@ -495,6 +528,66 @@ describe('the transaction manager', () => {
       releaseTransactionProtocol('tx-1');
     }
     expect(transactionV2For('tx-1', versions(2))).toBe(true);
+  });
+
+  it('retries EndTxn after a moved or loading coordinator and a transaction still completing, looking up again', async () => {
+    for (const level of [1, 2]) {
+      const { eos, calls, faults, lookups } = fakeCluster(versions(level));
+      await eos.initProducerId();
+      eos.beginTransaction();
+      await eos.addPartitionsToTransaction(partitions);
+      faults.endTxn.push(createErrorFromCode(16), createErrorFromCode(14), createErrorFromCode(51));
+      const before = lookups();
+      await eos.commit();
+      const endTxn = level === 2 ? 'EndTxnV5' : 'EndTxn';
+      expect(calls.filter((c) => c.startsWith('EndTxn'))).toEqual(Array(4).fill(`${endTxn} e0 commit`));
+      expect(lookups() - before).toBe(4);
+      expect(eos.getProducerEpoch()).toBe(level === 2 ? 1 : 0);
+    }
+  });
+
+  it('on v2 retries an EndTxn whose response was lost, and takes the epoch the coordinator bumped once', async () => {
+    const { eos, calls, faults } = fakeCluster(versions(2));
+    await eos.initProducerId();
+    eos.beginTransaction();
+    await eos.addPartitionsToTransaction(partitions);
+    faults.endTxn.push('lost');
+    await eos.commit();
+    expect(eos.getProducerEpoch()).toBe(1);
+    eos.beginTransaction();
+    await eos.addPartitionsToTransaction(partitions);
+    await eos.commit();
+    expect(eos.getProducerEpoch()).toBe(2);
+    expect(calls).toEqual([
+      'InitProducerId',
+      'EndTxnV5 e0 commit',
+      'EndTxnV5 e0 commit',
+      'EndTxnV5 e1 commit',
+    ]);
+  });
+
+  it("retries TxnOffsetCommit after a moved or loading coordinator (kafkajs's names for them never matched)", async () => {
+    for (const level of [1, 2]) {
+      const { eos, calls, faults } = fakeCluster(versions(level));
+      await eos.initProducerId();
+      eos.beginTransaction();
+      faults.txnOffsetCommit.push(createErrorFromCode(16), createErrorFromCode(15), createErrorFromCode(14));
+      await eos.sendOffsets(offsets);
+      const commit = level === 2 ? 'TxnOffsetCommitV5' : 'TxnOffsetCommit';
+      expect(calls.filter((c) => c.startsWith('TxnOffsetCommit'))).toEqual(Array(4).fill(`${commit} e0`));
+    }
+  });
+
+  it('does not retry an EndTxn the coordinator refused (fenced, invalid state)', async () => {
+    for (const code of [90, 48]) {
+      const { eos, calls, faults } = fakeCluster(versions(2));
+      await eos.initProducerId();
+      eos.beginTransaction();
+      await eos.addPartitionsToTransaction(partitions);
+      faults.endTxn.push(createErrorFromCode(code));
+      await expect(eos.commit()).rejects.toMatchObject({ code });
+      expect(calls).toEqual(['InitProducerId', 'EndTxnV5 e0 commit']);
+    }
   });
 
   it('sends no EndTxn for a transaction that enrolled nothing, on either protocol', async () => {

@@ -1,4 +1,5 @@
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { createRequire } from 'node:module';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { FencedError } from '../../src/errors.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 import { keepTransactionProtocolV1, releaseTransactionProtocol } from '../../src/kafka/transaction-v2.ts';
@@ -6,6 +7,12 @@ import { collect, testClients, testTopics } from '../helpers/kafka.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';
 
 const text = (b: Buffer | null) => b?.toString() ?? null;
+const require = createRequire(import.meta.url);
+type EndTxn = (this: unknown, args: object) => Promise<unknown>;
+const Broker = require('kafkajs/src/broker/index.js') as { prototype: { endTxn: EndTxn; endTxnV5: EndTxn } };
+const { KafkaJSRequestTimeoutError } = require('kafkajs/src/errors.js') as {
+  KafkaJSRequestTimeoutError: new (message: string) => Error;
+};
 
 describe('transactional producer on a real broker', () => {
   it('keeps a transactional send invisible to read_committed readers until commit', async () => {
@@ -211,4 +218,36 @@ describe("Kafka's transaction protocols on a real broker (it finalizes transacti
     expect(second).not.toContain('Produce v12');
     expect(second).not.toContain('EndTxn v5');
   });
+
+  for (const protocol of ['v1', 'auto'] as const) {
+    it(`commits once when EndTxn's response is lost, the retry answered as the first (${protocol})`, async () => {
+      const { kafka } = testClients();
+      const [topic = ''] = await testTopics(kafka, ['tx-lost-end']);
+      const method = protocol === 'v1' ? 'endTxn' : 'endTxnV5';
+      const original = Broker.prototype[method];
+      // The coordinator ends the transaction, and the response never arrives.
+      const lost = vi.spyOn(Broker.prototype, method).mockImplementationOnce(async function (
+        this: unknown,
+        args,
+      ) {
+        await original.call(this, args);
+        throw new KafkaJSRequestTimeoutError('Request EndTxn timed out (response dropped by the test)');
+      });
+      onTestFinished(() => lost.mockRestore());
+      const producer = await kafka.transactionalProducer({
+        transactionalId: uniqueName('tx-lost-end'),
+        transactionProtocol: protocol,
+      });
+      onTestFinished(() => producer.close());
+
+      await producer.transaction([{ topic, key: 'k', value: Buffer.from('first') }]);
+      expect(lost.mock.calls.length).toBeGreaterThanOrEqual(2);
+      // On v2 the next transaction runs under the epoch the retry returned; a wrong one is fenced.
+      await producer.transaction([{ topic, key: 'k', value: Buffer.from('second') }]);
+
+      const reader = await collect(kafka, topic, 'read_committed');
+      const seen = await reader.until((r) => r.some((x) => text(x.value) === 'second'));
+      expect(seen.map((x) => text(x.value))).toEqual(['first', 'second']);
+    });
+  }
 });
