@@ -2,6 +2,11 @@
  * Group commit with a least interval: `request()` says that something is ready to commit; commits
  * run one at a time, start at least `intervalMs` apart, and whatever became ready while one was
  * running or waiting goes into the next. An idle committer commits at once.
+ *
+ * After a failed commit nothing more is committed: what it carried is lost with its transaction,
+ * and a later commit's consumer offsets would cover those requests, which would then never be
+ * answered. `onError` reports the failure; the owner stops, and the restart reads from the offsets
+ * committed last.
  */
 export class GroupCommit {
   readonly #commit: () => Promise<void>;
@@ -13,6 +18,7 @@ export class GroupCommit {
   #pending = false;
   #flushing = false;
   #lastStart = Number.NEGATIVE_INFINITY;
+  #failed = false;
 
   constructor(options: {
     commit: () => Promise<void>;
@@ -29,7 +35,7 @@ export class GroupCommit {
   /** Something is ready: commit it now, or with the next commit. */
   request(): void {
     this.#pending = true;
-    if (this.#running || this.#waiting) return;
+    if (this.#failed || this.#running || this.#waiting) return;
     const wait = this.#flushing ? 0 : this.#lastStart + this.#intervalMs - this.#now();
     if (wait > 0) {
       this.#waiting = setTimeout(() => {
@@ -41,13 +47,16 @@ export class GroupCommit {
     this.#start();
   }
 
-  /** From now on commits without waiting out the interval; resolves when nothing is left to commit. */
+  /**
+   * From now on commits without waiting out the interval; resolves when nothing is left to commit
+   * (or, after a failed commit, when the one running has ended).
+   */
   async flush(): Promise<void> {
     this.#flushing = true;
     clearTimeout(this.#waiting);
     this.#waiting = undefined;
     this.#pending = true;
-    while (this.#running || this.#pending) {
+    while (this.#running || (this.#pending && !this.#failed)) {
       if (!this.#running) this.#start();
       await this.#running;
     }
@@ -57,7 +66,10 @@ export class GroupCommit {
     this.#pending = false;
     this.#lastStart = this.#now();
     this.#running = this.#commit()
-      .catch(this.#onError)
+      .catch((err: unknown) => {
+        this.#failed = true;
+        this.#onError(err);
+      })
       .finally(() => {
         this.#running = undefined;
         if (this.#pending) this.request();

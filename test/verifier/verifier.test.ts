@@ -81,14 +81,21 @@ async function startedVerifier(
     concurrency?: number;
     verify?: (request: unknown, options?: { signal?: AbortSignal }) => Promise<unknown>;
     drainTimeoutMs?: number;
+    /** How many transactions fail (the first ones) before they commit. */
+    failingTransactions?: number;
   } = {},
 ) {
   let consumerOptions: GroupConsumerOptions | undefined;
+  let failing = options.failingTransactions ?? 0;
   /** The transactions committed: their records' keys and the offsets they commit. */
   const transactions: { keys: string[]; offsets: { partition: number; offset: string }[] }[] = [];
   const kafka = {
     transactionalProducer: async () => ({
       transaction: async (records: OutgoingRecord[], tx?: TransactionOptions) => {
+        if (failing > 0) {
+          failing--;
+          throw new Error('TOPIC_AUTHORIZATION_FAILED');
+        }
         transactions.push({
           keys: records.map((r) => String(r.key)),
           offsets: (tx?.consumerOffsets?.offsets ?? []).map(({ partition, offset }) => ({
@@ -163,7 +170,9 @@ describe('verifier consumer crashes', () => {
 });
 
 /** A verifier whose upstream answers only when released, request 0 of partition 0 in flight. */
-async function oneInFlight(options: { concurrency?: number; drainTimeoutMs?: number } = {}) {
+async function oneInFlight(
+  options: { concurrency?: number; drainTimeoutMs?: number; failingTransactions?: number } = {},
+) {
   const upstream = heldAnswers();
   const started = await startedVerifier({ ...options, verify: upstream.verify });
   await started.consumer.eachBatch(batchOf(0, [0]));
@@ -178,6 +187,18 @@ describe('verifier in-flight work', () => {
     upstream.release(0);
     await verifier.stop();
     expect(upstream.held).toHaveLength(1);
+    expect(transactions).toEqual([]);
+  });
+
+  it('commits nothing after a failed transaction: its offsets would cover the requests it lost', async () => {
+    const { verifier, consumer, transactions, upstream } = await oneInFlight({ failingTransactions: 1 });
+    await consumer.eachBatch(batchOf(0, [1]));
+    upstream.release(0);
+    await expect(verifier.done).rejects.toThrow('TOPIC_AUTHORIZATION_FAILED');
+    // r-0-1's transaction would commit offset 2, past r-0-0, whose reply was lost.
+    upstream.release(1);
+    await verifier.stop();
+    expect(upstream.held).toHaveLength(2);
     expect(transactions).toEqual([]);
   });
 
