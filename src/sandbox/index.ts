@@ -1,16 +1,11 @@
-import {
-  createServer as createHttpServer,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { silentLogger } from '../logger.ts';
 import { holderNameFor } from './data.ts';
 import { FaultState, RateLimiter } from './faults.ts';
 import { RequestLog } from './request-log.ts';
-import { createHandler } from './server.ts';
+import { createListener } from './server.ts';
 import type { Sandbox, SandboxOptions } from './types.ts';
 import { World } from './world.ts';
 
@@ -59,7 +54,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const faults = new FaultState(options.faults ?? {}, seed);
   const log = new RequestLog(REQUEST_LOG_SIZE);
   const applyChanges = (count: number) => world.applyChanges(count, faults.current.malformedRowRate);
-  const handler = createHandler({
+  const listener = createListener({
     world,
     faults,
     limiter: new RateLimiter(options.rateLimit ?? 10, now),
@@ -90,7 +85,6 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   return {
     async start() {
       if (server) throw new Error('sandbox already started');
-      const listener = (req: IncomingMessage, res: ServerResponse) => void handler(req, res);
       const tls = options.tls;
       server = tls
         ? createHttpsServer(

@@ -143,24 +143,27 @@ function write(res: ServerResponse, reply: Reply, reset: boolean): void {
   res.write(body.subarray(0, body.length >> 1), () => res.destroy());
 }
 
-/** The sandbox's request listener. */
+/** The sandbox's request handler; `createListener` wraps it for the HTTP server. */
 export function createHandler(deps: HandlerDeps) {
   const prefix = deps.basePath;
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://sandbox');
-    const inBase = url.pathname === prefix || url.pathname.startsWith(`${prefix}/`);
-    const path = inBase ? url.pathname.slice(prefix.length) || '/' : url.pathname;
-    const isAdmin = inBase && path.startsWith('/__admin/');
+    // A request target such as `//[` is no URL: null here, answered 400 below, never thrown.
+    const url = URL.parse(req.url ?? '/', 'http://sandbox');
+    const pathname = url?.pathname ?? req.url ?? '/';
+    const inBase = pathname === prefix || pathname.startsWith(`${prefix}/`);
+    const path = inBase ? pathname.slice(prefix.length) || '/' : pathname;
+    const isAdmin = url !== null && inBase && path.startsWith('/__admin/');
     const entry: SandboxRequest = {
       at: deps.now(),
       method: req.method ?? 'GET',
       path,
-      query: Object.fromEntries(url.searchParams),
+      query: url === null ? {} : Object.fromEntries(url.searchParams),
       status: 0,
     };
     let reply: Reply;
     try {
-      if (!inBase) reply = problem(404, 'NOT_FOUND', `no route outside ${prefix}`);
+      if (url === null) reply = problem(400, 'INVALID_REQUEST', 'the request target is not a valid path');
+      else if (!inBase) reply = problem(404, 'NOT_FOUND', `no route outside ${prefix}`);
       else if (isAdmin) reply = await admin(deps, req, path, url.searchParams);
       else {
         const latency = deps.faults.current.latencyMs;
@@ -180,5 +183,20 @@ export function createHandler(deps: HandlerDeps) {
     if (!isAdmin) deps.log.add(entry);
     if (res.destroyed) return;
     write(res, reply, reset);
+  };
+}
+
+/**
+ * The server's listener: the handler's promise is never left floating, so whatever escapes it
+ * (a bug) is logged and answered 500 instead of ending the process as an unhandled rejection.
+ */
+export function createListener(deps: HandlerDeps) {
+  const handler = createHandler(deps);
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    handler(req, res).catch((err: unknown) => {
+      deps.logger.error({ err }, 'sandbox request failed');
+      if (res.headersSent || res.destroyed) res.destroy();
+      else write(res, problem(500, 'INTERNAL', 'sandbox failure'), false);
+    });
   };
 }

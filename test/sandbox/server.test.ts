@@ -1,0 +1,62 @@
+import { createServer } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Logger } from '../../src/logger.ts';
+import { createListener, type HandlerDeps } from '../../src/sandbox/server.ts';
+import { call, exportPath, startSandbox } from './helpers.ts';
+
+/** Writes `text` on a fresh socket and resolves with everything the server sent until it closed. */
+function rawRequest(url: string, text: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.end(text));
+    let answer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      answer += chunk;
+    });
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
+
+const cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+describe('the request listener', () => {
+  it('answers 400 INVALID_REQUEST to a request target that is no URL, and keeps serving', async () => {
+    const sandbox = await startSandbox({ alerts: 5 });
+    const answer = await rawRequest(sandbox.url, 'GET //[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({
+      code: 'INVALID_REQUEST',
+      message: expect.any(String),
+    });
+    const next = await call(sandbox.url, exportPath({}), { key: 'sandbox-key' });
+    expect(next.status).toBe(200);
+  });
+
+  it('logs and answers 500 when the handler itself throws, instead of leaving the rejection unhandled', async () => {
+    const logged: unknown[] = [];
+    const logger = { error: (obj: unknown) => logged.push(obj) } as unknown as Logger;
+    const boom = new Error('clock broken');
+    const deps = {
+      logger,
+      basePath: '',
+      now: () => {
+        throw boom;
+      },
+    } as unknown as HandlerDeps;
+    const server = createServer(createListener(deps));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanup.push(() => new Promise((resolve) => server.close(() => resolve())));
+    const { port } = server.address() as AddressInfo;
+    const answer = await call(`http://127.0.0.1:${port}`, '/anything');
+    expect(answer).toEqual(
+      expect.objectContaining({ status: 500, body: { code: 'INTERNAL', message: 'sandbox failure' } }),
+    );
+    expect(logged).toEqual([{ err: boom }]);
+  });
+});
