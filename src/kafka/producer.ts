@@ -3,7 +3,7 @@ import { FencedError } from '../errors.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';
 import kafkajs from './kafkajs.ts';
-import { toTopicMessages } from './records.ts';
+import { sendChunks, toTopicMessages } from './records.ts';
 import { keepTransactionProtocolV1, releaseTransactionProtocol } from './transaction-v2.ts';
 import type {
   Producer,
@@ -68,11 +68,14 @@ function stepsOf(tx: KafkajsTransaction): Transaction {
     async send(records) {
       if (records.length === 0) return;
       try {
-        await tx.sendBatch({
-          topicMessages: toTopicMessages(records),
-          acks: -1,
-          compression: CompressionTypes.None,
-        });
+        // One produce request per chunk, in order: no partition's batch outgrows the broker's limit.
+        for (const chunk of sendChunks(records)) {
+          await tx.sendBatch({
+            topicMessages: toTopicMessages(chunk),
+            acks: -1,
+            compression: CompressionTypes.None,
+          });
+        }
       } catch (err) {
         throw toKafkaError(err, 'send in transaction failed');
       }
@@ -184,7 +187,9 @@ export async function createProducer(kafka: Kafka): Promise<Producer> {
   return {
     async send(records) {
       try {
-        await producer.sendBatch({ topicMessages: toTopicMessages(records), acks: -1 });
+        for (const chunk of sendChunks(records)) {
+          await producer.sendBatch({ topicMessages: toTopicMessages(chunk), acks: -1 });
+        }
       } catch (err) {
         throw toKafkaError(err, 'send failed');
       }

@@ -9,6 +9,51 @@ export function toMessage(record: OutgoingRecord): Message {
   return message;
 }
 
+/**
+ * The most record bytes one produce request carries. kafkajs writes all of a send's records for one
+ * partition as one record batch and never splits it, and the broker refuses a batch larger than
+ * the topic's `max.message.bytes` (1 MiB by default) with MESSAGE_TOO_LARGE, which is final: a
+ * 5,000-row connector transaction to a one-partition topic (the DLQ, when a format change rejects
+ * every row) is ~2 MB. Below the default with room for the batch's own framing.
+ */
+export const MAX_SEND_BYTES = 900_000;
+/** A record's framing beyond its key, value and headers: attributes, deltas and lengths as varints. */
+const RECORD_OVERHEAD_BYTES = 32;
+
+const sizeOf = (value: string | Buffer | null | undefined): number =>
+  value == null ? 0 : typeof value === 'string' ? Buffer.byteLength(value) : value.length;
+
+/** About the bytes a record takes in a record batch (at most a few bytes more than it does). */
+export function recordBytes(record: OutgoingRecord): number {
+  let bytes = RECORD_OVERHEAD_BYTES + sizeOf(record.key) + sizeOf(record.value);
+  if (record.headers) {
+    for (const [name, value] of Object.entries(record.headers)) bytes += 2 + sizeOf(name) + sizeOf(value);
+  }
+  return bytes;
+}
+
+/**
+ * Cuts records, in order, into consecutive runs of at most `maxBytes` (recordBytes); a record
+ * larger than that alone is a run of its own, for the broker to judge. Sent one after another,
+ * the runs keep every partition's order.
+ */
+export function sendChunks(records: OutgoingRecord[], maxBytes = MAX_SEND_BYTES): OutgoingRecord[][] {
+  const chunks: OutgoingRecord[][] = [];
+  let start = 0;
+  let bytes = 0;
+  for (let i = 0; i < records.length; i++) {
+    const size = recordBytes(records[i] as OutgoingRecord);
+    if (bytes + size > maxBytes && i > start) {
+      chunks.push(records.slice(start, i));
+      start = i;
+      bytes = 0;
+    }
+    bytes += size;
+  }
+  if (start < records.length) chunks.push(start === 0 ? records : records.slice(start));
+  return chunks;
+}
+
 /** Groups records by topic, keeping their order (kafkajs keeps per-partition order within a topic). */
 export function toTopicMessages(records: OutgoingRecord[]): { topic: string; messages: Message[] }[] {
   const byTopic = new Map<string, Message[]>();

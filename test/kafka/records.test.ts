@@ -1,6 +1,14 @@
+import { createRequire } from 'node:module';
 import type { KafkaMessage } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { toIncoming, toTopicMessages } from '../../src/kafka/records.ts';
+import '../../src/kafka/kafkajs.ts';
+import { recordBytes, sendChunks, toIncoming, toMessage, toTopicMessages } from '../../src/kafka/records.ts';
+import type { OutgoingRecord } from '../../src/kafka/types.ts';
+
+const require = createRequire(import.meta.url);
+const Record = require('kafkajs/src/protocol/recordBatch/record/v0/index.js') as (r: object) => {
+  size(): number;
+};
 
 const message = (headers: KafkaMessage['headers']): KafkaMessage =>
   ({
@@ -61,5 +69,39 @@ describe('records between our types and kafkajs', () => {
       },
       { topic: 'b', messages: [{ key: '2', value: Buffer.from('x'), partition: 1, timestamp: '5' }] },
     ]);
+  });
+});
+
+describe('sends cut to the size a record batch may take', () => {
+  const record = (valueBytes: number, i = 0): OutgoingRecord => ({
+    topic: 't',
+    key: `DE89370400440532013${String(i).padStart(3, '0')}`,
+    value: Buffer.alloc(valueBytes, 1),
+    headers: { 'event-type': 'AlertUpserted', 'event-id': 'e'.repeat(64), 'alert-id': Buffer.from('a-1') },
+  });
+
+  it('counts a record at least at the bytes kafkajs writes for it, and at most a few more', () => {
+    for (const bytes of [0, 1, 200, 70_000, 3_000_000]) {
+      const r = record(bytes);
+      const message = toMessage(r);
+      // The offset and timestamp deltas of a large batch's last record, varints of up to 5 bytes.
+      const written = Record({ ...message, offsetDelta: 2 ** 30, timestampDelta: 2 ** 30 }).size();
+      expect(recordBytes(r)).toBeGreaterThanOrEqual(written);
+      expect(recordBytes(r) - written).toBeLessThan(40);
+    }
+    expect(recordBytes({ topic: 't', key: null, value: null })).toBeGreaterThan(0);
+  });
+
+  it('cuts records, in order, into runs of at most the limit; a larger record runs alone', () => {
+    const records = [record(400), record(400, 1), record(1500, 2), record(100, 3), record(100, 4)];
+    const chunks = sendChunks(records, 1000);
+    expect(chunks.flat()).toEqual(records);
+    expect(chunks.map((c) => c.length)).toEqual([1, 1, 1, 2]);
+    for (const chunk of chunks) {
+      if (chunk.length > 1) expect(chunk.reduce((n, r) => n + recordBytes(r), 0)).toBeLessThanOrEqual(1000);
+    }
+    const small = [record(10), record(10, 1)];
+    expect(sendChunks(small)).toEqual([small]);
+    expect(sendChunks([])).toEqual([]);
   });
 });

@@ -93,6 +93,22 @@ describe('transactional producer on a real broker', () => {
     expect(seen).toEqual(['committed']);
   });
 
+  it("commits a transaction larger than the broker's batch limit to one partition, in order", async () => {
+    const { kafka } = testClients();
+    // The broker's default max.message.bytes (1 MiB) bounds one record batch; kafkajs writes all of
+    // one send's records for a partition as one batch.
+    const [topic = ''] = await testTopics(kafka, ['tx-large']);
+    const producer = await kafka.transactionalProducer({ transactionalId: uniqueName('tx') });
+    onTestFinished(() => producer.close());
+    const values = ['a', 'b', 'c', 'd'].map((c) => Buffer.alloc(400_000, c));
+    await producer.transaction(values.map((value, i) => ({ topic, key: `k${i}`, value })));
+
+    const reader = await collect(kafka, topic, 'read_committed');
+    const seen = await reader.until((r) => r.length === 4);
+    expect(seen.map((r) => r.value?.subarray(0, 1).toString())).toEqual(['a', 'b', 'c', 'd']);
+    expect(seen.every((r) => r.value?.length === 400_000)).toBe(true);
+  });
+
   it('fences the first producer when a second one starts with the same transactional id', async () => {
     const { kafka } = testClients();
     const [topic = ''] = await testTopics(kafka, ['tx-fence']);
