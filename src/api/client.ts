@@ -114,6 +114,10 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     );
   }
   if (!(options.timeoutMs > 0)) throw new TypeError('createApiClient: timeoutMs must be a positive number');
+  const { maxResponseBytes } = options;
+  if (maxResponseBytes !== undefined && !(Number.isSafeInteger(maxResponseBytes) && maxResponseBytes > 0)) {
+    throw new TypeError('createApiClient: maxResponseBytes must be a positive integer');
+  }
   const transport = createTransport(options);
   const logger = options.logger ?? silentLogger();
   const cursorParam = options.cursorParam ?? 'cursor';

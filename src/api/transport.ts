@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Agent, type Dispatcher } from 'undici';
-import { ConfigError } from '../errors.ts';
+import { ConfigError, UpstreamBadResponseError } from '../errors.ts';
 import { maskIban } from '../logger.ts';
 import { parseRetryAfter } from '../retry.ts';
 import { errorForStatus, type RequestContext } from './http-errors.ts';
@@ -11,6 +11,8 @@ export interface TransportOptions {
   apiKey: string;
   timeoutMs: number;
   tls?: TlsFiles | TlsPem;
+  /** Largest response body read, in bytes; `MAX_RESPONSE_BYTES` unless a test makes it small. */
+  maxResponseBytes?: number;
 }
 
 export interface OutgoingRequest {
@@ -35,6 +37,12 @@ export interface Transport {
   close(): Promise<void>;
 }
 
+/**
+ * A 1,000-row export page is ~170 KB; this leaves room for pages hundreds of times larger. Without
+ * a cap, a runaway body ends in ERR_STRING_TOO_LONG after ~512 MB, typed a connection error and
+ * downloaded again on every retry.
+ */
+export const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 const EXCERPT_BYTES = 512;
 const EXCERPT_CHARS = 200;
 
@@ -68,10 +76,27 @@ function tlsOptions(tls: TlsFiles | TlsPem | undefined): {
   return Object.fromEntries(Object.entries(pem).filter(([, v]) => v !== undefined));
 }
 
-/** Reads a whole body as UTF-8 and counts its bytes. */
-async function readAll(body: Dispatcher.ResponseData['body']): Promise<RawResponse> {
-  // undici's own consumer: the stream's async iterator cost several objects and ticks per response.
-  const bytes = await body.bytes();
+/**
+ * Reads a whole body as UTF-8 and counts its bytes. One larger than the dispatcher's limit is a bad
+ * response, not retried: the same page would be as large again.
+ */
+async function readAll(
+  body: Dispatcher.ResponseData['body'],
+  context: RequestContext,
+  limit: number,
+): Promise<RawResponse> {
+  let bytes: Uint8Array;
+  try {
+    // undici's own consumer: the stream's async iterator cost several objects and ticks per response.
+    bytes = await body.bytes();
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'UND_ERR_RES_EXCEEDED_MAX_SIZE') throw err;
+    throw new UpstreamBadResponseError(
+      `${context.method} ${context.path} answered a body larger than the ${limit}-byte limit`,
+      context,
+      err,
+    );
+  }
   return {
     text: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'),
     bytes: bytes.byteLength,
@@ -118,11 +143,13 @@ export function createTransport(options: TransportOptions): Transport {
   const base = new URL(options.baseUrl);
   const origin = base.origin;
   const basePath = base.pathname.replace(/\/+$/, '');
+  const maxResponseBytes = options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
   const dispatcher = new Agent({
     connectTimeout: options.timeoutMs,
     headersTimeout: options.timeoutMs,
     bodyTimeout: options.timeoutMs,
     keepAliveTimeout: 10_000,
+    maxResponseSize: maxResponseBytes,
     connect: tlsOptions(options.tls),
   });
   const commonHeaders = { 'x-api-key': options.apiKey, accept: 'application/json' };
@@ -145,7 +172,7 @@ export function createTransport(options: TransportOptions): Transport {
       signal: request.signal ?? null,
     });
     const { statusCode, headers, body } = response;
-    if (statusCode >= 200 && statusCode < 300) return readAll(body);
+    if (statusCode >= 200 && statusCode < 300) return readAll(body, ctx, maxResponseBytes);
     const bodyExcerpt = await readExcerpt(body, options.apiKey);
     const retryAfter = headers['retry-after'];
     const retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);

@@ -112,6 +112,8 @@ export interface ApiClientOptions {
   logger?: Logger;
   /** Overrides the default retry policy of every method. */
   retry?: Partial<RetryPolicy>;
+  /** Largest response body accepted, in bytes; default 64 MiB. A larger 2xx is a bad response. */
+  maxResponseBytes?: number;
 }
 
 export interface ApiClient {

@@ -141,6 +141,27 @@ describe('bodies', () => {
     expect((error as Error).message).toContain('alerts');
   });
 
+  it('rejects a 200 body larger than maxResponseBytes as a bad response naming the limit, without retrying it', async () => {
+    const limit = 4096;
+    const envelope = '{"rows":[],"nextCursor":null}';
+    const { server, client } = await setup(
+      (_req, res, _n, seen) => {
+        const size = seen.url.includes('cursor=big') ? limit + 1 : limit;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        // Streamed in small chunks, without a Content-Length, as a runaway body would come.
+        const body = Buffer.from(`${' '.repeat(size - envelope.length)}${envelope}`);
+        for (let at = 0; at < body.length; at += 1000) res.write(body.subarray(at, at + 1000));
+        res.end();
+      },
+      { maxResponseBytes: limit },
+    );
+    expect(await client.exportPage({ cursor: 'fits' })).toEqual({ rows: [], nextCursor: null, bytes: limit });
+    const error = await client.exportPage({ cursor: 'big' }, { retry: fast }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UpstreamBadResponseError);
+    expect(error).toMatchObject({ retriable: false, message: expect.stringContaining('4096-byte limit') });
+    expect(server.requests).toHaveLength(2);
+  });
+
   it('retries a 200 cut short of its Content-Length and returns only the complete page', async () => {
     const { server, client } = await setup((req, res, attempt) => {
       const body = JSON.stringify(validPage);
