@@ -1,6 +1,6 @@
 import type { ApiClient } from '../api/index.ts';
 import type { VerifierConfig } from '../config/index.ts';
-import { DecodeError, FraudlinkError } from '../errors.ts';
+import { AbortedError, DecodeError, FraudlinkError } from '../errors.ts';
 import type { Encoder, IncomingRecord, OutgoingRecord, SchemaRegistryClient } from '../kafka/index.ts';
 import { type Logger, maskIban } from '../logger.ts';
 import { SchemaNames } from '../schemas.ts';
@@ -64,17 +64,97 @@ function requestHeaders(record: IncomingRecord): Record<string, Buffer> {
   return headers;
 }
 
+/**
+ * `promise`'s value, or AbortedError as soon as `signal` aborts. The promise itself runs on: the
+ * lookups it stands for are shared by every request in flight.
+ */
+async function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  let onAbort = () => {};
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(new AbortedError('reply lookup aborted', { cause: signal.reason }));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([promise, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** The reply record: routed by `kafka_replyTopic`/`kafka_replyPartition`, in the request's format. */
+async function replyRecord(
+  record: IncomingRecord,
+  requestId: string,
+  result: VerificationResult,
+  deps: HandlerDeps,
+  signal: AbortSignal | undefined,
+): Promise<OutgoingRecord> {
+  const { config, metrics, logger } = deps;
+  const partitionCount = (topic: string) => unlessAborted(deps.partitionCount(topic), signal);
+  const route = replyRouteOf(record.headers, config.repliesTopic, config.replyTopicsAllowed, [
+    config.requestsTopic,
+    config.dlqTopic,
+  ]);
+  if (route.refusedTopic !== undefined) {
+    metrics.refusedReplyTopics.inc();
+    logger.warn(
+      { requestId, refused: route.refusedTopic },
+      'kafka_replyTopic refused (not in VERIFY_REPLY_TOPICS, or an input topic of the verifier); replying on the default topic',
+    );
+  } else if (route.topic !== config.repliesTopic && (await partitionCount(route.topic)) === 0) {
+    logger.warn(
+      { requestId, topic: route.topic },
+      'reply topic does not exist; replying on the default topic',
+    );
+    route.topic = config.repliesTopic;
+    delete route.partition;
+  }
+  if (route.partition !== undefined) {
+    // kafkajs silently leaves out a record for a partition the topic lacks, and the transaction
+    // would commit the request's offset without its reply.
+    const partitions = await partitionCount(route.topic);
+    if (route.partition < 0 || route.partition >= partitions) {
+      logger.warn(
+        { requestId, topic: route.topic, partition: route.partition, partitions },
+        'kafka_replyPartition out of range for the reply topic; replying on the partition of the key',
+      );
+      delete route.partition;
+    }
+  }
+  const headers: Record<string, Buffer | string> = {};
+  const correlation = correlationIdOf(record.headers, requestId);
+  if (correlation) headers.kafka_correlationId = correlation;
+  let value: Buffer;
+  if (formatOf(record.headers) === 'json') {
+    headers['content-type'] = 'application/json';
+    value = toJson(result);
+  } else {
+    value = (await unlessAborted(deps.replyEncoder(route.topic), signal)).encode(result);
+  }
+  return {
+    topic: route.topic,
+    key: requestId,
+    value,
+    headers,
+    ...(route.partition !== undefined && { partition: route.partition }),
+  };
+}
+
 /** Turns one request record into the records that answer it: exactly one reply, and a DLQ copy when unreadable. */
 export async function handleRequest(
   record: IncomingRecord,
   deps: HandlerDeps,
-  /** Ends the upstream call (a stop that could not wait for it); the request is then not answered here. */
+  /**
+   * Ends the upstream call and the reply's topic and schema lookups (a stop that could not wait for
+   * them); the request is then not answered here.
+   */
   signal?: AbortSignal,
 ): Promise<OutgoingRecord[]> {
   const now = deps.now ?? Date.now;
   const { config, metrics, logger } = deps;
   const key = record.key?.toString('utf8') || null;
-  const format = formatOf(record.headers);
   const parsed = await parse(record, deps);
   const out: OutgoingRecord[] = [];
   let result: VerificationResult | undefined;
@@ -155,54 +235,15 @@ export async function handleRequest(
   }
 
   if (result && requestId !== null) {
+    try {
+      out.push(await replyRecord(record, requestId, result, deps, signal));
+    } catch (err) {
+      // stop() gave up on this request (it drops the request's partitions before it aborts): no
+      // reply is committed here, and whoever owns the partition next answers it.
+      if (err instanceof AbortedError && signal?.aborted) return [];
+      throw err;
+    }
     metrics.requests.inc({ outcome: result.outcome, match: result.nameMatch ?? 'none' });
-    const route = replyRouteOf(record.headers, config.repliesTopic, config.replyTopicsAllowed, [
-      config.requestsTopic,
-      config.dlqTopic,
-    ]);
-    if (route.refusedTopic !== undefined) {
-      metrics.refusedReplyTopics.inc();
-      logger.warn(
-        { requestId, refused: route.refusedTopic },
-        'kafka_replyTopic refused (not in VERIFY_REPLY_TOPICS, or an input topic of the verifier); replying on the default topic',
-      );
-    } else if (route.topic !== config.repliesTopic && (await deps.partitionCount(route.topic)) === 0) {
-      logger.warn(
-        { requestId, topic: route.topic },
-        'reply topic does not exist; replying on the default topic',
-      );
-      route.topic = config.repliesTopic;
-      delete route.partition;
-    }
-    if (route.partition !== undefined) {
-      // kafkajs silently leaves out a record for a partition the topic lacks, and the transaction
-      // would commit the request's offset without its reply.
-      const partitions = await deps.partitionCount(route.topic);
-      if (route.partition < 0 || route.partition >= partitions) {
-        logger.warn(
-          { requestId, topic: route.topic, partition: route.partition, partitions },
-          'kafka_replyPartition out of range for the reply topic; replying on the partition of the key',
-        );
-        delete route.partition;
-      }
-    }
-    const headers: Record<string, Buffer | string> = {};
-    const correlation = correlationIdOf(record.headers, requestId);
-    if (correlation) headers.kafka_correlationId = correlation;
-    let value: Buffer;
-    if (format === 'json') {
-      headers['content-type'] = 'application/json';
-      value = toJson(result);
-    } else {
-      value = (await deps.replyEncoder(route.topic)).encode(result);
-    }
-    out.push({
-      topic: route.topic,
-      key: requestId,
-      value,
-      headers,
-      ...(route.partition !== undefined && { partition: route.partition }),
-    });
   }
   return out;
 }

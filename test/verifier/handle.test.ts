@@ -2,23 +2,24 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { loadVerifierConfig } from '../../src/config/index.ts';
 import type { IncomingRecord } from '../../src/kafka/index.ts';
-import { createLogger } from '../../src/logger.ts';
-import { handleRequest } from '../../src/verifier/handle.ts';
+import { createLogger, silentLogger } from '../../src/logger.ts';
+import { type HandlerDeps, handleRequest } from '../../src/verifier/handle.ts';
 import { createVerifierMetrics } from '../../src/verifier/metrics.ts';
 import { logCapture } from '../helpers/log.ts';
 
 const IBAN = 'DE89370400440532013000';
 
-/** One JSON request through the handler, with an upstream that answers MTCH; returns the log lines. */
-async function handledAt(level: string) {
-  const out = logCapture();
-  const config = loadVerifierConfig({
-    KAFKA_BROKERS: 'localhost:9092',
-    SCHEMA_REGISTRY_URL: 'http://localhost:8081',
-    API_BASE_URL: 'http://localhost:1',
-    API_KEY: 'key',
-  });
-  const record: IncomingRecord = {
+const config = loadVerifierConfig({
+  KAFKA_BROKERS: 'localhost:9092',
+  SCHEMA_REGISTRY_URL: 'http://localhost:8081',
+  API_BASE_URL: 'http://localhost:1',
+  API_KEY: 'key',
+  VERIFY_REPLY_TOPICS: '^vop\\.verification\\.replies\\..*',
+});
+
+/** A JSON request for IBAN, keyed `req-1`, with `headers` beside its content-type and correlation id. */
+function jsonRequest(headers: Record<string, Buffer> = {}): IncomingRecord {
+  return {
     topic: config.verifier.requestsTopic,
     partition: 0,
     offset: '0',
@@ -31,18 +32,36 @@ async function handledAt(level: string) {
         requestedAt: Date.now(),
       }),
     ),
-    headers: { 'content-type': Buffer.from('application/json'), kafka_correlationId: Buffer.from('c-1') },
+    headers: {
+      'content-type': Buffer.from('application/json'),
+      kafka_correlationId: Buffer.from('c-1'),
+      ...headers,
+    },
     timestamp: Date.now(),
   };
-  const records = await handleRequest(record, {
+}
+
+/** Handler dependencies with an upstream that answers MTCH and reply topics of 3 partitions. */
+function deps(overrides: Partial<HandlerDeps> = {}): HandlerDeps {
+  return {
     config: config.verifier,
     api: { verify: async () => ({ partyNameMatch: 'MTCH' }) },
     registry: {} as never,
     replyEncoder: async () => Promise.reject(new Error('a JSON request gets a JSON reply')),
     partitionCount: async () => 3,
     metrics: createVerifierMetrics(new Registry()),
-    logger: createLogger({ level, destination: out.stream }),
-  });
+    logger: silentLogger(),
+    ...overrides,
+  };
+}
+
+/** One JSON request through the handler; returns the log lines. */
+async function handledAt(level: string) {
+  const out = logCapture();
+  const records = await handleRequest(
+    jsonRequest(),
+    deps({ logger: createLogger({ level, destination: out.stream }) }),
+  );
   return { records, lines: out.lines };
 }
 
@@ -61,5 +80,47 @@ describe('handleRequest logging', () => {
     const { records, lines } = await handledAt('info');
     expect(records).toHaveLength(1);
     expect(lines.filter((l) => l.msg === 'verified')).toEqual([]);
+  });
+});
+
+describe('handleRequest reply routing', () => {
+  it('ends a reply topic lookup that hangs when the stop signal aborts, answering nothing', async () => {
+    const asked = Promise.withResolvers<string>();
+    const stop = new AbortController();
+    const handling = handleRequest(
+      jsonRequest({ kafka_replyTopic: Buffer.from('vop.verification.replies.typo') }),
+      deps({
+        // A lookup that never settles, as one kafkajs kept retrying for minutes did.
+        partitionCount: (topic) => {
+          asked.resolve(topic);
+          return new Promise<number>(() => {});
+        },
+      }),
+      stop.signal,
+    );
+    expect(await asked.promise).toBe('vop.verification.replies.typo');
+    stop.abort();
+    expect(await handling).toEqual([]);
+  });
+
+  it('ends a reply encoder lookup that hangs when the stop signal aborts', async () => {
+    const asked = Promise.withResolvers<void>();
+    const stop = new AbortController();
+    const avro = jsonRequest();
+    delete avro.headers['content-type'];
+    avro.value = null; // unreadable: its INVALID_REQUEST reply is Avro, so it needs the encoder
+    const handling = handleRequest(
+      avro,
+      deps({
+        replyEncoder: () => {
+          asked.resolve();
+          return new Promise(() => {});
+        },
+      }),
+      stop.signal,
+    );
+    await asked.promise;
+    stop.abort();
+    expect(await handling).toEqual([]);
   });
 });

@@ -163,6 +163,20 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(verifier.stderr()).toContain('kafka_replyTopic refused');
   });
 
+  it('replies on the default topic at once when kafka_replyTopic names an allow-listed topic that does not exist', async () => {
+    const { h, producer, replies, verifier } = await runningVerifier();
+    // Accepted by the harness's allow-list, never created. kafkajs's offsets lookup retried the
+    // missing topic for ~20 s a time, ten times over, while the partition's later replies waited.
+    const typo = `${h.prefix}.replies.typo`;
+    const request = jsonRequest(h.config.verifier.requestsTopic, 'typo-1', Date.now(), Date.now() + 120_000);
+    await producer.send([{ ...request, headers: { ...request.headers, kafka_replyTopic: typo } }]);
+    const [reply] = await replies.until((r) => r.length >= 1);
+    expect(reply?.key?.toString()).toBe('typo-1');
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+    expect(verifier.stderr()).toContain('reply topic does not exist');
+  });
+
   it('replies by key, with a warning, when kafka_replyPartition names a partition the reply topic does not have', async () => {
     const { h, producer, replies, verifier } = await runningVerifier();
     const holder = h.sandbox.holderName(IBAN);
