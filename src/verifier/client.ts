@@ -113,9 +113,11 @@ export async function createVerificationClient(
   });
   // Correlation ids of this instance share a prefix, so replies to other clients are not counted as late.
   const clientTag = `${randomUUID().slice(0, 8)}-`;
-  await consumer.start();
   let producer: Producer;
   try {
+    // A start that fails (a reply topic that does not exist) has connected already: closed here, as
+    // the caller gets no client to close, or its socket keeps the caller's process alive.
+    await consumer.start();
     producer = await kafka.producer();
   } catch (err) {
     await consumer.close().catch(() => {});

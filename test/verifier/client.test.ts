@@ -1,0 +1,39 @@
+import { describe, expect, it, vi } from 'vitest';
+import { KafkaError } from '../../src/errors.ts';
+import { createVerificationClient } from '../../src/verifier/client.ts';
+
+// The requester client on a stand-in Kafka client and registry; test/verifier/verifier.int.test.ts
+// runs it against a real broker, registry and verifier.
+const kafka = vi.hoisted(() => ({
+  /** What the reply consumer's start() rejects with; undefined: it starts. */
+  startFailure: undefined as Error | undefined,
+  consumerClosed: 0,
+}));
+vi.mock('../../src/kafka/index.ts', () => ({
+  createSchemaRegistry: () => ({ encoder: async () => ({ encode: () => Buffer.alloc(0) }) }),
+  createKafkaClient: () => ({
+    groupConsumer: () => ({
+      start: async () => {
+        if (kafka.startFailure) throw kafka.startFailure;
+      },
+      close: async () => {
+        kafka.consumerClosed++;
+      },
+    }),
+    producer: async () => ({ send: async () => {}, close: async () => {} }),
+  }),
+}));
+
+const config = {
+  kafka: { brokers: ['localhost:9092'], clientId: 'test', ssl: false },
+  registry: { url: 'http://localhost:8081' },
+} as Parameters<typeof createVerificationClient>[0];
+
+describe('createVerificationClient', () => {
+  it('closes its reply consumer when the consumer fails to start, so that the process of its caller can exit', async () => {
+    kafka.startFailure = new KafkaError('start consumer: This server does not host this topic-partition');
+    kafka.consumerClosed = 0;
+    await expect(createVerificationClient(config)).rejects.toBe(kafka.startFailure);
+    expect(kafka.consumerClosed).toBe(1);
+  });
+});
