@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConnectorConfig, loadVerifierConfig } from '../../src/config/index.ts';
@@ -167,6 +168,30 @@ describe('helm chart', { timeout: 60_000 }, () => {
     expect(tls.registry.auth).toEqual({ username: 'fraudlink', password: 'from-secret' });
   });
 
+  it('renders the numbers of a values file as integers the loaders accept, up to the schema maximums', async () => {
+    // Helm reads a values file's numbers as float64: `quote` alone turned 86400000 into "8.64e+07"
+    // (--set keeps them integers, which is why the other renders never showed it).
+    const schema = JSON.parse(readFileSync(join(chartDir, 'values.schema.json'), 'utf8')) as SchemaNode;
+    const dir = mkdtempSync(join(tmpdir(), 'fraudlink-maximums-'));
+    try {
+      const file = join(dir, 'maximums.yaml');
+      writeFileSync(file, JSON.stringify(maximumsOf(schema))); // JSON is YAML
+      const { objects } = await render([...ciValues('lint'), '-f', file]);
+      const connector = podEnv(objects, '-connector');
+      const verifier = podEnv(objects, '-verifier');
+      expect(connector).toMatchObject({ POLL_INTERVAL_MS: '86400000', CONNECTOR_TX_MAX_ROWS: '1000000' });
+      expect(verifier).toMatchObject({ VERIFY_DEFAULT_DEADLINE_MS: '3600000', API_TIMEOUT_MS: '600000' });
+      const numbers = Object.entries({ ...connector, ...verifier }).filter(
+        ([, v]) => v !== '' && !Number.isNaN(Number(v)),
+      );
+      expect(numbers.filter(([, v]) => !/^-?\d+$/.test(v))).toEqual([]);
+      expect(loadConnectorConfig(connector).connector.pollIntervalMs).toBe(86_400_000);
+      expect(loadVerifierConfig(verifier).verifier.defaultDeadlineMs).toBe(3_600_000);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('can set every variable the configuration defines, from a value or a Secret', () => {
     const variables = [apiEnv, kafkaEnv, alertsEnv, connectorEnv, verifierEnv, commonEnv].flatMap(
       Object.keys,
@@ -316,6 +341,25 @@ describe('helm values validation', { timeout: 60_000 }, () => {
     expect(undocumented).toEqual([]);
   });
 });
+
+interface SchemaNode {
+  type?: string | string[];
+  maximum?: number;
+  properties?: Record<string, SchemaNode>;
+}
+
+/** Values setting every integer of the schema that has a maximum to that maximum. */
+function maximumsOf(node: SchemaNode): Record<string, unknown> {
+  const values: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(node.properties ?? {})) {
+    if (child.type === 'integer' && child.maximum !== undefined) values[key] = child.maximum;
+    else if (child.properties) {
+      const nested = maximumsOf(child);
+      if (Object.keys(nested).length > 0) values[key] = nested;
+    }
+  }
+  return values;
+}
 
 // Keys nested inside these are Kubernetes objects or free-form maps documented as a whole.
 const kubernetesObjects = new Set(['podSecurityContext', 'securityContext', 'resources', 'labels']);

@@ -69,10 +69,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end }}
 
-{{/* Settings both components read (their ConfigMaps include these). */}}
+{{/* Settings both components read (their ConfigMaps include these); numbers through int64, see configmap.yaml. */}}
 {{- define "fraudlink.commonConfig" -}}
 API_BASE_URL: {{ required "api.baseUrl is required (the upstream service's base address)" .Values.api.baseUrl | quote }}
-API_TIMEOUT_MS: {{ .Values.api.timeoutMs | quote }}
+API_TIMEOUT_MS: {{ .Values.api.timeoutMs | int64 | quote }}
 {{- with .Values.api.tls }}
 {{- if .existingSecret }}
 API_TLS_CERT: {{ printf "/etc/fraudlink/api-tls/%s" .certKey | quote }}
@@ -96,9 +96,9 @@ SCHEMA_REGISTRY_USERNAME: {{ .Values.schemaRegistry.username | quote }}
 {{- if .Values.extraCaCerts.existingSecret }}
 NODE_EXTRA_CA_CERTS: {{ printf "/etc/fraudlink/ca/%s" .Values.extraCaCerts.key | quote }}
 {{- end }}
-TOPIC_REPLICATION_FACTOR: {{ .Values.kafka.topicReplicationFactor | quote }}
+TOPIC_REPLICATION_FACTOR: {{ .Values.kafka.topicReplicationFactor | int64 | quote }}
 HTTP_HOST: "0.0.0.0"
-HTTP_PORT: {{ .Values.httpPort | quote }}
+HTTP_PORT: {{ .Values.httpPort | int64 | quote }}
 LOG_LEVEL: {{ .Values.logLevel | quote }}
 {{- end }}
 
