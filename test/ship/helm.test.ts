@@ -192,6 +192,15 @@ describe('helm chart', { timeout: 60_000 }, () => {
     }
   });
 
+  it('serves the probes on every IPv4 address by default and on "::" for IPv6-only clusters', async () => {
+    const ipv6 = await render([...ciValues('lint'), '--set', 'httpHost=::']);
+    for (const suffix of ['-connector', '-verifier']) {
+      expect(podEnv(minimal.objects, suffix).HTTP_HOST).toBe('0.0.0.0');
+      expect(podEnv(ipv6.objects, suffix).HTTP_HOST).toBe('::');
+    }
+    expect(loadVerifierConfig(podEnv(ipv6.objects, '-verifier')).http.host).toBe('::');
+  });
+
   it('can set every variable the configuration defines, from a value or a Secret', () => {
     const variables = [apiEnv, kafkaEnv, alertsEnv, connectorEnv, verifierEnv, commonEnv].flatMap(
       Object.keys,
@@ -284,6 +293,7 @@ describe('helm values validation', { timeout: 60_000 }, () => {
     ['".." as a topic name', ['--set-string', 'connector.offsetsTopic=..'], 'offsetsTopic'],
     ['a topic name Kafka would refuse', ['--set', 'connector.alertsTopic=fraud alerts'], 'alertsTopic'],
     ['a verifier port out of range', ['--set', 'httpPort=70000'], 'httpPort'],
+    ['a listen address the probes may not reach', ['--set', 'httpHost=127.0.0.1'], 'httpHost'],
     ['a start date with no time', ['--set-string', 'connector.exportStart=2026-01-31'], 'exportStart'],
     [
       'a disruption budget that lets no verifier be evicted',

@@ -97,7 +97,7 @@ SCHEMA_REGISTRY_USERNAME: {{ .Values.schemaRegistry.username | quote }}
 NODE_EXTRA_CA_CERTS: {{ printf "/etc/fraudlink/ca/%s" .Values.extraCaCerts.key | quote }}
 {{- end }}
 TOPIC_REPLICATION_FACTOR: {{ .Values.kafka.topicReplicationFactor | int64 | quote }}
-HTTP_HOST: "0.0.0.0"
+HTTP_HOST: {{ .Values.httpHost | quote }}
 HTTP_PORT: {{ .Values.httpPort | int64 | quote }}
 LOG_LEVEL: {{ .Values.logLevel | quote }}
 {{- end }}
