@@ -44,20 +44,25 @@ function pick<T extends object>(filters: T, keys: readonly string[]): Record<str
 /** The longest delay a Node timer takes; a longer one fires after 1 ms. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** A signal that also fires at `deadline`, telling afterwards whether the deadline was the cause. */
-function deadlineGuard(signal: AbortSignal | undefined, deadline: number | undefined) {
-  // A deadline weeks away (Long.MAX_VALUE for "none") cannot end a call: each attempt's own timeout
-  // bounds it. Armed, its timer would overflow and cut every attempt off after 1 ms, for ever.
-  if (deadline === undefined || deadline - Date.now() > MAX_TIMER_MS)
-    return { signal, hit: () => false, dispose: () => {} };
+/**
+ * A signal that also fires once the attempt has run `timeoutMs` or at `deadline`, whichever comes
+ * first, telling afterwards which of the two cut it off. undici's timeouts only bound each silence,
+ * so without it a server dripping a byte a second would hold an attempt for ever.
+ */
+function attemptGuard(signal: AbortSignal | undefined, deadline: number | undefined, timeoutMs: number) {
+  const start = Date.now();
+  const attemptEnd = start + Math.min(timeoutMs, MAX_TIMER_MS);
+  // A deadline weeks away (Long.MAX_VALUE for "none") lies past the attempt's end and arms nothing
+  // of its own: as a timer it would overflow and cut every attempt off after 1 ms, for ever.
+  const byDeadline = deadline !== undefined && deadline <= attemptEnd;
   const controller = new AbortController();
-  let hit = false;
+  let cutOff: 'deadline' | 'attempt' | undefined;
   const timer = setTimeout(
     () => {
-      hit = true;
+      cutOff = byDeadline ? 'deadline' : 'attempt';
       controller.abort();
     },
-    Math.max(0, deadline - Date.now()),
+    Math.max(0, (byDeadline ? deadline : attemptEnd) - start),
   );
   timer.unref();
   // The caller's signal is followed by a listener removed after the call, not by AbortSignal.any:
@@ -69,7 +74,7 @@ function deadlineGuard(signal: AbortSignal | undefined, deadline: number | undef
   else signal?.addEventListener('abort', follow, { once: true });
   return {
     signal: controller.signal,
-    hit: () => hit,
+    cutOff: () => cutOff,
     dispose: () => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', follow);
@@ -137,12 +142,17 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
           context,
         );
       }
-      const guard = deadlineGuard(opts.signal, opts.deadline);
+      const guard = attemptGuard(opts.signal, opts.deadline, options.timeoutMs);
       try {
         const raw = await transport.send({ ...request, signal: guard.signal });
         return parse(parseJson(raw, context, options.apiKey), raw, context);
       } catch (err) {
-        throw errorForTransport(err, context, { signal: opts.signal, deadlineHit: guard.hit() });
+        const cutOff = guard.cutOff();
+        throw errorForTransport(err, context, {
+          signal: opts.signal,
+          deadlineHit: cutOff === 'deadline',
+          ...(cutOff === 'attempt' && { attemptTimeoutMs: options.timeoutMs }),
+        });
       } finally {
         guard.dispose();
       }

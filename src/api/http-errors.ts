@@ -68,12 +68,13 @@ function codeOf(err: unknown): string | undefined {
 
 /**
  * Turns what undici or the socket threw into a typed error. `deadlineHit` tells that our own deadline
- * timer (not the caller's signal) cut the request off.
+ * timer (not the caller's signal) cut the request off; `attemptTimeoutMs`, that the attempt's own
+ * time limit did.
  */
 export function errorForTransport(
   err: unknown,
   context: RequestContext,
-  state: { signal?: AbortSignal; deadlineHit: boolean },
+  state: { signal?: AbortSignal; deadlineHit: boolean; attemptTimeoutMs?: number },
 ): unknown {
   if (err instanceof FraudlinkError) return err;
   const code = codeOf(err) ?? codeOf((err as { cause?: unknown })?.cause);
@@ -94,6 +95,10 @@ export function errorForTransport(
   }
   if (state.deadlineHit)
     return new UpstreamTimeoutError(`${where} did not answer before the deadline`, context, err);
+  if (state.attemptTimeoutMs !== undefined) {
+    const limit = `${state.attemptTimeoutMs} ms, the time limit of one attempt`;
+    return new UpstreamTimeoutError(`${where} did not finish within ${limit}`, context, err);
+  }
   const reason = err instanceof Error ? err.message : String(err);
   if (code !== undefined && timeoutCodes.has(code)) {
     return new UpstreamTimeoutError(`${where} timed out (${code})`, context, err);

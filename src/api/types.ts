@@ -104,7 +104,7 @@ export interface ApiClientOptions {
   /** e.g. `https://host/api`; `/vop/v1/...` and `/sharing/v1/...` are appended. */
   baseUrl: string;
   apiKey: string;
-  /** Connect, headers and body (idle) timeout of each request. */
+  /** Time limit of one attempt, from connecting to the body's last byte (undici's timeouts too). */
   timeoutMs: number;
   tls?: TlsFiles | TlsPem;
   /** Query parameter carrying the export cursor (EXPORT_CURSOR_PARAM); default `cursor`. */

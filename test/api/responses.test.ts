@@ -237,7 +237,26 @@ describe('errors', () => {
     );
     const error = await client.exportPage({}, { retry: false }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UpstreamTimeoutError);
-    expect((error as Error).message).toContain('UND_ERR_BODY_TIMEOUT');
+    expect((error as Error).message).toContain('within 200 ms');
+  });
+
+  it('times out a body that keeps dripping a byte at a time once the attempt has run timeoutMs', async () => {
+    const { server, client } = await setup(
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"rows":[');
+        // Never silent for as long as timeoutMs, so undici's idle timeouts never fire.
+        const drip = setInterval(() => res.write(' '), 50);
+        res.on('close', () => clearInterval(drip));
+      },
+      { timeoutMs: 300 },
+    );
+    const started = Date.now();
+    const error = await client.exportPage({}, { retry: { retries: 1, ...fast } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UpstreamTimeoutError);
+    expect(error).toMatchObject({ retriable: true, message: expect.stringContaining('within 300 ms') });
+    expect(server.requests).toHaveLength(2);
+    expect(Date.now() - started).toBeLessThan(2000);
   });
 
   it('aborts a request in flight when the signal fires', async () => {
