@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { ConfigError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 
 export interface OpsServerOptions {
@@ -17,6 +18,17 @@ export interface OpsServerOptions {
 export interface OpsServer {
   start(): Promise<{ url: string }>;
   stop(): Promise<void>;
+}
+
+/** A listen failure that HTTP_PORT or HTTP_HOST caused, as a configuration error naming it; others as they are. */
+function listenError(err: unknown, { host, port }: OpsServerOptions): unknown {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const problem = (variable: string, message: string) => new ConfigError([{ variable, message }]);
+  if (code === 'EADDRINUSE') return problem('HTTP_PORT', `${port} is already in use on ${host}`);
+  if (code === 'EACCES') return problem('HTTP_PORT', `${port}: not allowed to listen on this port`);
+  if (code === 'ENOTFOUND') return problem('HTTP_HOST', `${host} does not resolve`);
+  if (code === 'EADDRNOTAVAIL') return problem('HTTP_HOST', `${host} is not an address of this machine`);
+  return err;
 }
 
 /** `/metrics` (Prometheus text format), `/healthz` and `/readyz` for one component. */
@@ -59,7 +71,7 @@ export function createOpsServer(options: OpsServerOptions): OpsServer {
       server = createServer(handler);
       server.keepAliveTimeout = 5000;
       await new Promise<void>((resolve, reject) => {
-        server?.once('error', reject);
+        server?.once('error', (err) => reject(listenError(err, options)));
         server?.listen(options.port, options.host, () => resolve());
       });
       const { port } = server.address() as AddressInfo;
