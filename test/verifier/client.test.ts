@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { KafkaError } from '../../src/errors.ts';
+import type { OutgoingRecord } from '../../src/kafka/index.ts';
 import { createVerificationClient } from '../../src/verifier/client.ts';
 
 // The requester client on a stand-in Kafka client and registry; test/verifier/verifier.int.test.ts
@@ -8,6 +9,8 @@ const kafka = vi.hoisted(() => ({
   /** What the reply consumer's start() rejects with; undefined: it starts. */
   startFailure: undefined as Error | undefined,
   consumerClosed: 0,
+  /** The records the client's producer sent. */
+  sent: [] as OutgoingRecord[],
 }));
 vi.mock('../../src/kafka/index.ts', () => ({
   createSchemaRegistry: () => ({ encoder: async () => ({ encode: () => Buffer.alloc(0) }) }),
@@ -20,7 +23,12 @@ vi.mock('../../src/kafka/index.ts', () => ({
         kafka.consumerClosed++;
       },
     }),
-    producer: async () => ({ send: async () => {}, close: async () => {} }),
+    producer: async () => ({
+      send: async (records: OutgoingRecord[]) => {
+        kafka.sent.push(...records);
+      },
+      close: async () => {},
+    }),
   }),
 }));
 
@@ -35,5 +43,23 @@ describe('createVerificationClient', () => {
     kafka.consumerClosed = 0;
     await expect(createVerificationClient(config)).rejects.toBe(kafka.startFailure);
     expect(kafka.consumerClosed).toBe(1);
+  });
+
+  it('sends a vop-deadline a quarter of the timeout (at most 1 s) before the timeout', async () => {
+    kafka.startFailure = undefined;
+    kafka.sent = [];
+    const client = await createVerificationClient({ ...config, format: 'json' });
+    const calls = [200, 5000, 20_000].map((timeoutMs) =>
+      client.verify({ iban: 'DE89370400440532013000', partyName: 'Anna' }, { timeoutMs }),
+    );
+    // Each settles once its request is sent: rejected, as close() ends the wait for its reply.
+    const settled = Promise.allSettled(calls);
+    await client.close();
+    await settled;
+    const dueAfter = kafka.sent.map((r) => {
+      const { requestedAt } = JSON.parse(r.value?.toString() ?? '') as { requestedAt: number };
+      return Number(r.headers?.['vop-deadline']) - requestedAt;
+    });
+    expect(dueAfter).toEqual([150, 4000, 19_000]);
   });
 });

@@ -299,16 +299,30 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(new Set(keys)).toEqual(new Set(ids));
   });
 
-  it('times out a request in the requester client and ignores its late reply', async () => {
-    const h = await verifierHarness({ faults: { latencyMs: 400 } });
+  it('gives the requester the FAILED reply of a request cut off at its deadline, not its own timeout', async () => {
+    const h = await verifierHarness({ faults: { latencyMs: 10_000 } });
     const verifier = h.start();
     await verifier.logLine(ready);
     const client = await h.client('json');
+    // The client's vop-deadline fell at its timeout: the reply came after the caller had given up.
+    const reply = await client.verify({ iban: IBAN, partyName: 'Anna Schmidt' }, { timeoutMs: 4000 });
+    expect(reply).toMatchObject({ outcome: 'FAILED', error: { code: 'UPSTREAM_TIMEOUT' } });
+    expect(client.stats.late).toBe(0);
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+  });
+
+  it('times out a request in the requester client and ignores its late reply', async () => {
+    const h = await verifierHarness();
+    const client = await h.client('json');
     const holder = h.sandbox.holderName(IBAN);
+    // No verifier runs yet: the request times out whatever its deadline, and is answered (EXPIRED)
+    // late, once the verifier has started.
     await expect(client.verify({ iban: IBAN, partyName: holder }, { timeoutMs: 150 })).rejects.toBeInstanceOf(
       TimeoutError,
     );
-    h.sandbox.setFaults({ latencyMs: 0 });
+    const verifier = h.start();
+    await verifier.logLine(ready);
     // The next answer arrives after the late one: by then the late reply has been seen and set aside.
     const ok = await client.verify({ iban: IBAN, partyName: holder }, { timeoutMs: 10_000 });
     expect(ok).toMatchObject({ outcome: 'COMPLETED', nameMatch: 'MTCH' });
