@@ -142,7 +142,10 @@ async function replyRecord(
   };
 }
 
-/** Turns one request record into the records that answer it: exactly one reply, and a DLQ copy when unreadable. */
+/**
+ * Turns one request record into the records that answer it: exactly one reply, and a DLQ copy when
+ * unreadable; an invalid request without an id (record key) gets only the DLQ copy.
+ */
 export async function handleRequest(
   record: IncomingRecord,
   deps: HandlerDeps,
@@ -161,7 +164,8 @@ export async function handleRequest(
   let requestId = key;
 
   if (!parsed.ok) {
-    if ('unreadable' in parsed) {
+    // Unreadable, or invalid without an id to answer to: kept in the DLQ rather than dropped (SPEC §7).
+    if ('unreadable' in parsed || requestId === null) {
       metrics.dlq.inc({ code: parsed.code });
       out.push({
         topic: config.dlqTopic,
@@ -184,7 +188,7 @@ export async function handleRequest(
     else
       logger.warn(
         { code: parsed.code, partition: record.partition, offset: record.offset },
-        'request without an id: no reply possible',
+        'request without an id: no reply possible; sent to the DLQ',
       );
   } else {
     const request = parsed.request;

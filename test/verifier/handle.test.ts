@@ -124,3 +124,29 @@ describe('handleRequest reply routing', () => {
     expect(await handling).toEqual([]);
   });
 });
+
+describe('handleRequest on bad input', () => {
+  it('sends an invalid request without an id (no record key) to the DLQ instead of dropping it', async () => {
+    const record = { ...jsonRequest(), key: null };
+    record.value = Buffer.from(
+      JSON.stringify({ requestId: 'req-1', iban: 'DE00', partyName: 'Anna', requestedAt: Date.now() }),
+    );
+    const records = await handleRequest(record, deps());
+    expect(records).toEqual([
+      {
+        topic: config.verifier.dlqTopic,
+        key: null,
+        value: record.value,
+        headers: expect.objectContaining({
+          'content-type': Buffer.from('application/json'),
+          kafka_correlationId: Buffer.from('c-1'),
+          'error-code': 'REQUEST_IBAN_INVALID',
+          'error-message': expect.any(String),
+          'source-topic': config.verifier.requestsTopic,
+          'source-partition': '0',
+          'source-offset': '0',
+        }),
+      },
+    ]);
+  });
+});
