@@ -225,7 +225,9 @@ function load<S extends z.ZodRawShape, T>(
     if (!(err instanceof ConfigError)) throw err;
     problems.push(...err.problems);
   }
-  problems.push(...crossCheck(env), ...topicClashes(env, shape, distinctTopics));
+  // Only the rules of this command's variables: the sandbox reads LOG_LEVEL alone.
+  const own = crossCheck(env).filter((p) => p.variable in shape);
+  problems.push(...own, ...topicClashes(env, shape, distinctTopics));
   if (parsed === undefined || problems.length > 0) throw new ConfigError(problems);
   return freeze(build(parsed));
 }
@@ -301,4 +303,9 @@ export function loadApiConfig(env: Env): ApiOnlyConfig {
     [],
     (e) => ({ ...common(e), api: apiOf(e), cursorParam: e.EXPORT_CURSOR_PARAM }),
   );
+}
+
+/** The sandbox's one variable; its other settings are command-line flags. */
+export function loadSandboxConfig(env: Env): { logLevel: string } {
+  return load(env, { LOG_LEVEL: commonEnv.LOG_LEVEL }, [], (e) => ({ logLevel: e.LOG_LEVEL }));
 }

@@ -3,6 +3,7 @@ import {
   loadApiConfig,
   loadConnectorConfig,
   loadReplayConfig,
+  loadSandboxConfig,
   loadVerifierConfig,
 } from '../../src/config/index.ts';
 import { ConfigError } from '../../src/errors.ts';
@@ -299,6 +300,17 @@ describe('configuration', () => {
       'KAFKA_BROKERS',
       'SCHEMA_REGISTRY_URL',
     ]);
+  });
+
+  it('asks the sandbox for LOG_LEVEL only, and no command about variables it does not read', () => {
+    const halfSet = { KAFKA_SASL_MECHANISM: 'plain', API_TLS_CERT: '/certs/tls.crt' };
+    expect(loadSandboxConfig({ ...halfSet, LOG_LEVEL: 'debug' })).toEqual({ logLevel: 'debug' });
+    expect(loadSandboxConfig({})).toEqual({ logLevel: 'info' });
+    expect(problemsOf(() => loadSandboxConfig({ LOG_LEVEL: 'verbose' })).map((p) => p.variable)).toEqual([
+      'LOG_LEVEL',
+    ]);
+    const replay = { KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r', API_TLS_CERT: '/certs/tls.crt' };
+    expect(loadReplayConfig(replay).alertsTopic).toBe('fraud.alerts.v1');
   });
 
   it('takes an ISO-8601 export start as a date and treats empty strings as unset', () => {

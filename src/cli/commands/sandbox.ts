@@ -2,6 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { type Command, InvalidArgumentError } from 'commander';
+import { loadSandboxConfig } from '../../config/index.ts';
 import { FraudlinkError, UsageError } from '../../errors.ts';
 import { createLogger } from '../../logger.ts';
 import { checkFaults } from '../../sandbox/faults.ts';
@@ -111,7 +112,8 @@ function listenError(err: unknown, flags: Flags): unknown {
 }
 
 async function run(flags: Flags, ctx: CliContext): Promise<void> {
-  const logger = createLogger({ level: String(ctx.env.LOG_LEVEL ?? 'info') }).child({ component: 'sandbox' });
+  const { logLevel } = loadSandboxConfig(ctx.env);
+  const logger = createLogger({ level: logLevel }).child({ component: 'sandbox' });
   // Listen for signals first: seeding a large backlog takes seconds, and a signal meanwhile must
   // still end in a clean exit 0, as must one sent right after the ready line.
   const signal = untilSignal();
