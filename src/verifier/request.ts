@@ -66,10 +66,14 @@ export function validateRequest(body: Record<string, unknown>): Validated {
       message: 'iban is not a valid IBAN (shape and mod-97 check)',
     };
   }
-  if (typeof partyName !== 'string' || partyName.trim() === '') {
+  const name = typeof partyName === 'string' ? partyName.trim() : '';
+  if (name === '') {
     return { ok: false, code: RequestErrorCodes.NAME_INVALID, message: 'partyName is empty' };
   }
-  if (partyName.length > MAX_PARTY_NAME) {
+  // The name as sent upstream (trimmed), in characters as ISO 20022's Max140Text counts them: code
+  // points, not UTF-16 units (an emoji or a rare CJK ideograph takes two). A string never has more
+  // code points than units, so only a name over 140 units is counted again.
+  if (name.length > MAX_PARTY_NAME && [...name].length > MAX_PARTY_NAME) {
     return {
       ok: false,
       code: RequestErrorCodes.NAME_INVALID,
@@ -86,7 +90,7 @@ export function validateRequest(body: Record<string, unknown>): Validated {
   }
   return {
     ok: true,
-    request: { requestId, iban: normalizeIban(iban), partyName: partyName.trim(), requestedAt },
+    request: { requestId, iban: normalizeIban(iban), partyName: name, requestedAt },
   };
 }
 

@@ -17,6 +17,8 @@ const valid = {
   requestedAt: 1000,
 };
 const allow = /^vop\.verification\.replies\..*/;
+/** 𠮷: one character, two UTF-16 units. */
+const ASTRAL = '\u{20BB7}';
 
 describe('request validation', () => {
   it('accepts a valid request and normalises its IBAN and name', () => {
@@ -46,6 +48,16 @@ describe('request validation', () => {
     ['a requestedAt that is no instant', { requestedAt: 'now' }, 'REQUEST_REQUESTED_AT_INVALID'],
   ])('refuses %s', (_what, change, code) => {
     expect(validateRequest({ ...valid, ...change })).toMatchObject({ ok: false, code });
+  });
+
+  it.each([
+    ['passes 140 astral characters (280 UTF-16 units)', ASTRAL.repeat(140), true],
+    ['passes 139 characters with spaces around them', `  ${'x'.repeat(139)}   `, true],
+    ['passes 140 characters and a trailing space', `${'é'.repeat(140)} `, true],
+    ['refuses 141 astral characters', ASTRAL.repeat(141), false],
+    ['refuses 140 characters and an astral one', `${'x'.repeat(140)}${ASTRAL}`, false],
+  ])('counts a name in code points after trimming: %s', (_what, partyName, ok) => {
+    expect(validateRequest({ ...valid, partyName }).ok).toBe(ok);
   });
 
   it('marks a value that is not JSON as unreadable', () => {
