@@ -105,19 +105,21 @@ async function readAll(
 
 /** The first bytes of an error body, for diagnosis; the rest is discarded and the stream destroyed. */
 async function readExcerpt(body: Dispatcher.ResponseData['body'], apiKey: string): Promise<string> {
+  // Enough past the cut to see a whole API key or IBAN that runs across it.
+  const wanted = EXCERPT_BYTES + Buffer.byteLength(apiKey) + IBAN_LOOKAHEAD;
   const chunks: Buffer[] = [];
   let bytes = 0;
   try {
     for await (const chunk of body) {
       chunks.push(chunk as Buffer);
       bytes += (chunk as Buffer).length;
-      if (bytes >= EXCERPT_BYTES) break; // leaving the loop destroys the stream
+      if (bytes >= wanted) break; // leaving the loop destroys the stream
     }
   } catch {
     // A broken error body must not hide the status that came with it.
   }
-  const text = Buffer.concat(chunks, bytes).subarray(0, EXCERPT_BYTES).toString('utf8');
-  return excerpt(text, apiKey);
+  const head = Buffer.concat(chunks, bytes).subarray(0, wanted);
+  return excerpt(head.subarray(0, excerptEnd(head, apiKey)).toString('utf8'), apiKey);
 }
 
 /**
@@ -126,6 +128,38 @@ async function readExcerpt(body: Dispatcher.ResponseData['body'], apiKey: string
  * a little of a diagnostic excerpt.
  */
 const IBAN_LIKE = /\b[A-Z]{2}\d{2}(?:[A-Z0-9]{10,30}|(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,3})?)\b/gi;
+/** The same before whitespace is collapsed, and how far past a cut such text can run. */
+const RAW_IBAN_LIKE = new RegExp(IBAN_LIKE.source.replaceAll(' ', '\\s+'), 'gi');
+const IBAN_LOOKAHEAD = 64;
+
+/**
+ * Where to cut an error body's first bytes: at `EXCERPT_BYTES`, or before an echoed API key or an
+ * IBAN running across that point, whose first part `excerpt` could no longer recognise and would
+ * leave unmasked. Moving the cut back past one may split another, hence the loop.
+ */
+function excerptEnd(head: Buffer, apiKey: string): number {
+  if (head.length <= EXCERPT_BYTES) return head.length;
+  const key = Buffer.from(apiKey);
+  // latin1 gives one character per byte, so match offsets are byte offsets (IBANs are ASCII).
+  const text = head.toString('latin1');
+  let end = EXCERPT_BYTES;
+  for (let moved = true; moved; ) {
+    moved = false;
+    const keyAt = key.length === 0 ? -1 : head.indexOf(key, Math.max(0, end - key.length + 1));
+    if (keyAt !== -1 && keyAt < end) {
+      end = keyAt;
+      moved = true;
+    }
+    for (const m of text.matchAll(RAW_IBAN_LIKE)) {
+      if (m.index >= end) break;
+      if (m.index + m[0].length > end) {
+        end = m.index;
+        moved = true;
+      }
+    }
+  }
+  return end;
+}
 
 /**
  * Whitespace collapsed, the API key removed should a server echo it back, IBANs masked as in logs

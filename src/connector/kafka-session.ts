@@ -1,5 +1,7 @@
 import type { ConnectorConfig } from '../config/index.ts';
 import type { KafkaClient, OutgoingRecord, SchemaRegistryClient } from '../kafka/index.ts';
+// Not yet in types.ts' ReadTopicOptions; KafkaClient.readTopic hands options through unchanged.
+import type { ReadTopicThroughOptions } from '../kafka/read-topic.ts';
 import type { Logger } from '../logger.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
 import type { Batch, PublishSession } from './connector.ts';
@@ -25,16 +27,43 @@ export async function registerAlertSchemas(
   return { AlertUpserted, AlertDeactivated };
 }
 
-/** The last cursor record for `name`, read to the end of the offsets topic (read_committed). */
+/** An open transaction of a crashed instance is aborted by the broker after this long. */
+const TRANSACTION_TIMEOUT_MS = 60_000;
+
+/**
+ * How long a cursor read waits for transactions left open on the offsets topic: the transaction
+ * timeout, plus the 10 s between the broker's checks for expired transactions
+ * (`transaction.abort.timed.out.transaction.cleanup.interval.ms`).
+ */
+const OPEN_TRANSACTIONS_WAIT_MS = TRANSACTION_TIMEOUT_MS + 10_000;
+
+/**
+ * The last cursor record for `name`, read (read_committed) to the offsets topic's high watermark.
+ * The offsets topic is shared by every CONNECTOR_NAME: reading only to the last stable offset would
+ * miss our own records committed after another connector's transaction still open (a connector
+ * killed mid-transaction leaves one open up to its timeout), and resume from an older cursor.
+ */
 export async function readCursorRecord(
   kafka: KafkaClient,
   offsetsTopic: string,
   name: string,
+  logger?: Logger,
 ): Promise<CursorRecord | null> {
   let last: Buffer | null = null;
-  await kafka.readTopic(offsetsTopic, (records) => {
-    for (const r of records) if (r.key?.toString('utf8') === name) last = r.value;
-  });
+  const options: ReadTopicThroughOptions = {
+    awaitOpenTransactions: {
+      timeoutMs: OPEN_TRANSACTIONS_WAIT_MS,
+      onWaiting: (ends) =>
+        logger?.info({ topic: offsetsTopic, ends }, 'cursor read waits for transactions still open'),
+    },
+  };
+  await kafka.readTopic(
+    offsetsTopic,
+    (records) => {
+      for (const r of records) if (r.key?.toString('utf8') === name) last = r.value;
+    },
+    options,
+  );
   return last === null ? null : parseCursorRecord(last);
 }
 
@@ -50,13 +79,13 @@ export interface SessionDeps {
 
 /**
  * Opens a publish session: the transactional producer first (fencing any other instance and
- * settling the transaction it left open), then the cursor as committed.
+ * settling the transaction it left open), then the cursor as committed, to the high watermark.
  */
 export async function openKafkaSession(deps: SessionDeps): Promise<PublishSession> {
   const { topics, connector } = deps.config;
   const producer = await deps.kafka.transactionalProducer({
     transactionalId: transactionalIdOf(connector.name),
-    transactionTimeoutMs: 60_000,
+    transactionTimeoutMs: TRANSACTION_TIMEOUT_MS,
     // A backlog commits one transaction right after another from this one producer: on protocol v2
     // each would wait out the broker's 20 ms retry while the last one's markers are written
     // (src/kafka/README.md). The bench's bare producer on fraudlink's kafkajs lost ~25% that way.
@@ -64,7 +93,7 @@ export async function openKafkaSession(deps: SessionDeps): Promise<PublishSessio
   });
   let cursor: CursorRecord | null;
   try {
-    cursor = await readCursorRecord(deps.kafka, topics.offsetsTopic, connector.name);
+    cursor = await readCursorRecord(deps.kafka, topics.offsetsTopic, connector.name, deps.logger);
   } catch (err) {
     await producer.close().catch(() => {});
     throw err;

@@ -1,15 +1,109 @@
 import { randomUUID } from 'node:crypto';
 import type { EachBatchPayload, Kafka } from 'kafkajs';
-import { AbortedError, FraudlinkError } from '../errors.ts';
+import { AbortedError, FraudlinkError, KafkaError } from '../errors.ts';
+import { retry } from '../retry.ts';
 import { toKafkaError } from './errors.ts';
-import { createReadProgress } from './read-progress.ts';
+import { createReadProgress, type PartitionEnd } from './read-progress.ts';
 import { toIncoming } from './records.ts';
 import type { IncomingRecord, KafkaAdmin, ReadTopicOptions } from './types.ts';
 
 const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
 
+/** ReadTopicOptions and one more; KafkaClient.readTopic hands its options through unchanged. */
+export interface ReadTopicThroughOptions extends ReadTopicOptions {
+  /**
+   * Read to the high watermark taken at start rather than to the last stable offset, so that records
+   * committed after a transaction still open at start are read too: waits for every such transaction
+   * to end, at most `timeoutMs` (then fails, retriable). `onWaiting` is called once if it must wait.
+   */
+  awaitOpenTransactions?: { timeoutMs: number; onWaiting?: (ends: { lso: string; high: string }[]) => void };
+}
+
+interface OffsetsCluster {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  addTargetTopic(topic: string): Promise<void>;
+  findTopicPartitionMetadata(topic: string): { partitionId: number }[];
+  fetchTopicsOffset(
+    topics: { topic: string; fromBeginning: boolean; partitions: { partition: number }[] }[],
+  ): Promise<{ partitions: { partition: number; offset: string }[] }[]>;
+}
+
+const READ_UNCOMMITTED = 0;
+
 /**
- * Reads a topic from its beginning to the end offsets taken at start (read_committed), then resolves;
+ * Each partition's high watermark (ListOffsets read_uncommitted). kafkajs's admin lists offsets
+ * read_committed only; its private cluster factory (kafkajs 2.2.4, the admin's own) takes the level.
+ */
+async function highWatermarks(kafka: Kafka, topic: string): Promise<Map<number, string>> {
+  const factory = Object.getOwnPropertySymbols(kafka).find(
+    (s) => s.description === 'private:Kafka:createCluster',
+  );
+  if (factory === undefined) throw new Error('kafkajs has no cluster factory: high watermarks unreadable');
+  const create = (kafka as unknown as Record<symbol, (o: object) => OffsetsCluster>)[factory];
+  const cluster = create?.({ allowAutoTopicCreation: false, isolationLevel: READ_UNCOMMITTED });
+  if (!cluster) throw new Error('kafkajs cluster factory returned nothing');
+  try {
+    await cluster.connect();
+    await cluster.addTargetTopic(topic);
+    const partitions = cluster.findTopicPartitionMetadata(topic).map((p) => ({ partition: p.partitionId }));
+    const [offsets] = await cluster.fetchTopicsOffset([{ topic, fromBeginning: false, partitions }]);
+    return new Map((offsets?.partitions ?? []).map((p) => [p.partition, p.offset]));
+  } catch (err) {
+    throw toKafkaError(err, `fetch high watermarks of ${topic}`);
+  } finally {
+    await cluster.disconnect().catch(() => {});
+  }
+}
+
+/**
+ * The ends to read to when records committed after a still-open transaction must be read: each
+ * partition's high watermark, once its last stable offset has reached it. There is no event for the
+ * last stable offset moving (the broker writes the markers after EndTxn): it is polled, backing off.
+ */
+async function stableEnds(
+  kafka: Kafka,
+  admin: KafkaAdmin,
+  topic: string,
+  options: ReadTopicThroughOptions,
+): Promise<PartitionEnd[]> {
+  const { timeoutMs, onWaiting } = options.awaitOpenTransactions ?? { timeoutMs: 0 };
+  const highs = await retry(() => highWatermarks(kafka, topic), {
+    retries: 10,
+    initialDelayMs: 50,
+    maxDelayMs: 1000,
+    ...(options.signal && { signal: options.signal }),
+  });
+  const started = Date.now();
+  let waiting = false;
+  return retry(
+    async () => {
+      const ends = await admin.topicOffsets(topic);
+      const behind = ends
+        .map((e) => ({ lso: e.high, high: highs.get(e.partition) ?? e.high }))
+        .filter((e) => BigInt(e.lso) < BigInt(e.high));
+      if (behind.length === 0) return ends.map((e) => ({ ...e, high: highs.get(e.partition) ?? e.high }));
+      if (!waiting) onWaiting?.(behind);
+      waiting = true;
+      throw new KafkaError(
+        `${topic}: transactions still open after ${Date.now() - started} ms (last stable offset ` +
+          `${behind.map((b) => `${b.lso} below high watermark ${b.high}`).join(', ')})`,
+        { retriable: true },
+      );
+    },
+    {
+      retries: Number.POSITIVE_INFINITY,
+      deadline: started + timeoutMs,
+      initialDelayMs: 20,
+      maxDelayMs: 1000,
+      ...(options.signal && { signal: options.signal }),
+    },
+  );
+}
+
+/**
+ * Reads a topic from its beginning to the end offsets taken at start (read_committed: the last stable
+ * offsets, or with `awaitOpenTransactions` the high watermarks once stable), then resolves;
  * with `follow`, goes on applying new records until the signal aborts (then resolves too). Without
  * `follow`, an abort rejects with AbortedError. A failure of `onRecords` ends the read with that error.
  *
@@ -23,7 +117,7 @@ export async function readTopic(
   admin: KafkaAdmin,
   topic: string,
   onRecords: (records: IncomingRecord[]) => void | Promise<void>,
-  options: ReadTopicOptions = {},
+  options: ReadTopicThroughOptions = {},
 ): Promise<void> {
   const { signal, follow = false } = options;
   const aborted = () => new AbortedError(`reading ${topic} aborted`);
@@ -31,7 +125,17 @@ export async function readTopic(
     if (follow) return;
     throw aborted();
   }
-  const progress = createReadProgress(await admin.topicOffsets(topic));
+  let ends: PartitionEnd[];
+  try {
+    ends = options.awaitOpenTransactions
+      ? await stableEnds(kafka, admin, topic, options)
+      : await admin.topicOffsets(topic);
+  } catch (err) {
+    if (!signal?.aborted) throw err;
+    if (follow) return;
+    throw aborted();
+  }
+  const progress = createReadProgress(ends);
   if (progress.caughtUp() && !follow) {
     options.onCaughtUp?.();
     return;

@@ -7,6 +7,7 @@ import {
   UpstreamConnectionError,
   UpstreamRateLimitedError,
   UpstreamTimeoutError,
+  UpstreamUnauthorizedError,
 } from '../../src/errors.ts';
 import { type SeenRequest, sendJson, serve, type TestServer } from './servers.ts';
 
@@ -185,6 +186,39 @@ describe('errors', () => {
     expect(error).toBeInstanceOf(UpstreamClientError);
     expect(error.message).not.toContain('secret-key-123');
     expect(error.bodyExcerpt).toContain('[redacted]');
+  });
+
+  it("leaves no part of an API key or IBAN unmasked when it runs across the excerpt's 512-byte cut", async () => {
+    const key = 'QzK7wP2xVb9LmT4rYh8NcJ5d';
+    const iban = 'DE89370400440532013000';
+    // Indentation collapses to one space, so whatever survives the cut fits the 200 characters shown.
+    const { client } = await setup(
+      (_req, res, _n, seen) => {
+        const [, what, offset] = /\/(key|iban)-(\d+)$/.exec(seen.url) ?? [];
+        res.writeHead(403, { 'content-type': 'application/json' });
+        res.end(
+          `{${' '.repeat(Number(offset) - 1)}${what === 'key' ? key : iban} has no access, ${'z'.repeat(600)}}`,
+        );
+      },
+      { apiKey: key },
+    );
+    const pieces = (secret: string, n: number) =>
+      Array.from({ length: secret.length - n + 1 }, (_, i) => secret.slice(i, i + n));
+    for (let offset = 480; offset <= 515; offset++) {
+      for (const [what, secret, n] of [
+        ['key', key, 4],
+        ['iban', iban, 5],
+      ] as const) {
+        const error = (await client.getAlert(`${what}-${offset}`).catch((e: unknown) => e)) as Error & {
+          bodyExcerpt: string;
+        };
+        expect(error).toBeInstanceOf(UpstreamUnauthorizedError);
+        for (const piece of pieces(secret, n)) {
+          expect(error.message, `${what} at byte ${offset}`).not.toContain(piece);
+          expect(error.bodyExcerpt, `${what} at byte ${offset}`).not.toContain(piece);
+        }
+      }
+    }
   });
 
   it('keeps only a short excerpt of a large error body', async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { AbortedError } from '../../src/errors.ts';
+import { AbortedError, KafkaError } from '../../src/errors.ts';
 import type { IncomingRecord, KafkaClient } from '../../src/kafka/index.ts';
+import type { ReadTopicThroughOptions } from '../../src/kafka/read-topic.ts';
 import { retry } from '../../src/retry.ts';
 import { testClients, testTopics } from '../helpers/kafka.ts';
 import { uniqueName } from '../helpers/stack.ts';
@@ -110,6 +111,40 @@ describe('reading a topic to its end (read_committed)', () => {
 
     const { seen } = await readAll(kafka, topic);
     expect(values(seen)).toEqual(['committed']);
+  });
+
+  it('with awaitOpenTransactions, waits for a transaction open at start and reads what was committed after it', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['read-through']);
+    const producer = await producerFor(kafka);
+    const other = await producerFor(kafka);
+    await producer.transaction([{ topic, key: 'a', value: Buffer.from('before') }]);
+    const open = await other.begin();
+    await open.send([{ topic, key: 'b', value: Buffer.from('open') }]);
+    await producer.transaction([{ topic, key: 'a', value: Buffer.from('after') }]);
+
+    const { promise: waiting, resolve: onWaiting } = Promise.withResolvers<unknown>();
+    const seen: IncomingRecord[] = [];
+    const options: ReadTopicThroughOptions = { awaitOpenTransactions: { timeoutMs: 60_000, onWaiting } };
+    const reading = kafka.readTopic(topic, (records) => void seen.push(...records), options);
+    expect(await Promise.race([waiting.then(() => 'waiting'), reading.then(() => 'read')])).toBe('waiting');
+    await open.abort();
+    await reading;
+    expect(values(seen)).toEqual(['before', 'after']);
+  });
+
+  it('with awaitOpenTransactions, fails retriable when a transaction stays open longer than allowed', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['read-through-timeout']);
+    const other = await producerFor(kafka);
+    const open = await other.begin();
+    await open.send([{ topic, key: 'b', value: Buffer.from('open') }]);
+    onTestFinished(() => open.abort());
+    const options: ReadTopicThroughOptions = { awaitOpenTransactions: { timeoutMs: 300 } };
+    const failure = await kafka.readTopic(topic, () => {}, options).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(KafkaError);
+    expect((failure as KafkaError).retriable).toBe(true);
+    expect((failure as KafkaError).message).toMatch(/transactions still open/);
   });
 
   it('resolves at once on an empty topic, reporting it caught up', async () => {

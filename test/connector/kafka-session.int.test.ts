@@ -1,0 +1,50 @@
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { loadConnectorConfig } from '../../src/config/index.ts';
+import type { Batch } from '../../src/connector/connector.ts';
+import { CursorTracker } from '../../src/connector/cursor.ts';
+import { cursorRecordOf, openKafkaSession, transactionalIdOf } from '../../src/connector/kafka-session.ts';
+import { createLogger, silentLogger } from '../../src/logger.ts';
+import { logCapture } from '../helpers/log.ts';
+import { connectorHarness } from './harness.ts';
+
+/** A batch that carries only the cursor, as after `pages` pages of an empty feed. */
+function cursorOnly(name: string, cursor: string): Batch {
+  const tracker = CursorTracker.initial(name, 'earliest');
+  tracker.pageDone(cursor);
+  return { events: [], rejected: [], cursor: tracker.snapshot() };
+}
+
+describe('the connector publish session against a real broker', () => {
+  it('resumes from its latest cursor while another connector left a transaction open on the shared offsets topic', async () => {
+    const h = await connectorHarness({ alerts: 1 });
+    const config = loadConnectorConfig(h.env);
+    const { offsetsTopic } = config.topics;
+    const name = config.connector.name;
+    const first = await openKafkaSession({ kafka: h.kafka, config, logger: silentLogger() });
+    await first.commit(cursorOnly(name, 'c1'));
+    // Another CONNECTOR_NAME on the same offsets topic, killed mid-transaction: it stays open.
+    const other = await h.kafka.transactionalProducer({ transactionalId: transactionalIdOf(`${name}-b`) });
+    onTestFinished(() => other.close());
+    const open = await other.begin();
+    await open.send([cursorRecordOf(offsetsTopic, `${name}-b`, cursorOnly(`${name}-b`, 'b1').cursor)]);
+    await first.commit(cursorOnly(name, 'c2'));
+    await first.close();
+
+    const log = logCapture();
+    const opening = openKafkaSession({
+      kafka: h.kafka,
+      config,
+      logger: createLogger({ destination: log.stream }),
+    });
+    const waiting = (async () => {
+      while (!log.lines.some((l) => l.msg === 'cursor read waits for transactions still open'))
+        await log.next();
+      return 'waiting';
+    })();
+    expect(await Promise.race([waiting, opening.then(() => 'opened')])).toBe('waiting');
+    await open.abort();
+    const restarted = await opening;
+    onTestFinished(() => restarted.close());
+    expect(restarted.cursor?.cursor).toBe('c2');
+  });
+});
