@@ -9,6 +9,11 @@ import type { IncomingRecord, KafkaAdmin, ReadTopicOptions } from './types.ts';
 
 const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
 
+export interface AwaitOpenTransactions {
+  timeoutMs: number;
+  onWaiting?: (behind: { lso: string; high: string }[]) => void;
+}
+
 /** ReadTopicOptions and one more; KafkaClient.readTopic hands its options through unchanged. */
 export interface ReadTopicThroughOptions extends ReadTopicOptions {
   /**
@@ -16,7 +21,7 @@ export interface ReadTopicThroughOptions extends ReadTopicOptions {
    * committed after a transaction still open at start are read too: waits for every such transaction
    * to end, at most `timeoutMs` (then fails, retriable). `onWaiting` is called once if it must wait.
    */
-  awaitOpenTransactions?: { timeoutMs: number; onWaiting?: (ends: { lso: string; high: string }[]) => void };
+  awaitOpenTransactions?: AwaitOpenTransactions;
 }
 
 interface OffsetsCluster {
@@ -65,14 +70,15 @@ async function stableEnds(
   kafka: Kafka,
   admin: KafkaAdmin,
   topic: string,
-  options: ReadTopicThroughOptions,
+  { timeoutMs, onWaiting }: AwaitOpenTransactions,
+  signal: AbortSignal | undefined,
 ): Promise<PartitionEnd[]> {
-  const { timeoutMs, onWaiting } = options.awaitOpenTransactions ?? { timeoutMs: 0 };
+  const abortable = signal ? { signal } : {};
   const highs = await retry(() => highWatermarks(kafka, topic), {
     retries: 10,
     initialDelayMs: 50,
     maxDelayMs: 1000,
-    ...(options.signal && { signal: options.signal }),
+    ...abortable,
   });
   const started = Date.now();
   let waiting = false;
@@ -96,7 +102,7 @@ async function stableEnds(
       deadline: started + timeoutMs,
       initialDelayMs: 20,
       maxDelayMs: 1000,
-      ...(options.signal && { signal: options.signal }),
+      ...abortable,
     },
   );
 }
@@ -128,7 +134,7 @@ export async function readTopic(
   let ends: PartitionEnd[];
   try {
     ends = options.awaitOpenTransactions
-      ? await stableEnds(kafka, admin, topic, options)
+      ? await stableEnds(kafka, admin, topic, options.awaitOpenTransactions, signal)
       : await admin.topicOffsets(topic);
   } catch (err) {
     if (!signal?.aborted) throw err;
