@@ -12,7 +12,8 @@ export const chartDir = join(root, 'helm', 'fraudlink');
 const binDir = join(root, '.cache', 'bin');
 const helmBin = join(binDir, 'helm');
 /** The version verified with this chart; any later v3 works too. */
-const HELM_MODULE = 'helm.sh/helm/v3/cmd/helm@v3.22.0';
+export const HELM_VERSION = 'v3.22.0';
+const HELM_MODULE = `helm.sh/helm/v3/cmd/helm@${HELM_VERSION}`;
 /** helm built by `go install` carries no cluster version and assumes Kubernetes 1.20; say which we target. */
 export const KUBE_VERSION = '1.31.0';
 
