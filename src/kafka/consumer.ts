@@ -2,6 +2,7 @@ import type { Kafka } from 'kafkajs';
 import { AbortedError } from '../errors.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';
+import { assignerWithBeforeJoin } from './kafkajs.ts';
 import { toIncoming } from './records.ts';
 import type { GroupConsumer, GroupConsumerOptions, TopicPartitions } from './types.ts';
 
@@ -18,6 +19,7 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
     sessionTimeout: 10_000,
     heartbeatInterval: 1000,
     retry: { initialRetryTime: 100, retries: 10 },
+    ...(options.beforeJoin && { partitionAssigners: [assignerWithBeforeJoin(options.beforeJoin)] }),
   });
   let started: Promise<void> | undefined;
   // Joined and positioned: the first fetch after the join has resolved the start offsets, so a

@@ -117,6 +117,16 @@ export interface GroupConsumerOptions {
    * written while the member rejoined would be skipped.
    */
   resumeOnRejoin?: boolean;
+  /**
+   * Called before the member joins its group, each time (the first join, every rebalance, a
+   * restart after a crash); the join waits until it resolves, and it should not reject. kafkajs's
+   * rebalance is eager: every member gives up every partition and joins again, and the new owners
+   * read the committed offsets once all have joined. A member that commits offsets in its own
+   * transactions finishes the one under way here and starts none until `onAssignment`, so that no
+   * transaction of the old assignment commits after a new owner read the offsets (which would
+   * answer those records twice).
+   */
+  beforeJoin?(): Promise<void>;
   /** Assignment changes: the partitions this member now owns. */
   onAssignment?(assigned: { topic: string; partitions: number[] }[]): void;
   /**

@@ -141,10 +141,15 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     autoCommit: false,
     maxWaitMs: 100,
     partitionsConsumedConcurrently: Math.max(1, config.partitions),
+    // kafkajs rebalances eagerly: every member rejoins, and the new owners read the committed
+    // offsets once all have. The transaction under way finishes first and none starts until the
+    // new assignment, so none of the old assignment commits after a new owner read its offsets.
+    beforeJoin: () => commits.pause(),
     onAssignment(assigned) {
       const owned = new Set(assigned.flatMap((a) => a.partitions.map((p) => `${a.topic}/${p}`)));
       progress.retain((topic, partition) => owned.has(`${topic}/${partition}`));
       joined = true;
+      commits.resume();
     },
     onCrash(err, restarting) {
       // kafkajs restarts the consumer after a retriable error (a coordinator still loading on a fresh

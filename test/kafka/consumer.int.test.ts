@@ -94,4 +94,44 @@ describe('group consumer on a real broker', () => {
     await arrived(() => mine().includes('after'));
     expect(mine()).toEqual(['before', 'during', 'after']);
   });
+
+  it('awaits beforeJoin before each join: a rebalance waits for a member still finishing its work', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['consumer-before-join'], 2);
+    const groupId = uniqueName('g');
+    const events: string[] = [];
+    const held = Promise.withResolvers<void>();
+    const rejoining = Promise.withResolvers<void>();
+    let joins = 0;
+    const one = kafka.groupConsumer({
+      groupId,
+      topics: [topic],
+      async beforeJoin() {
+        joins += 1;
+        if (joins === 1) return; // the first join
+        events.push('one rejoining');
+        rejoining.resolve();
+        await held.promise;
+        events.push('one released');
+      },
+      onAssignment: (assigned) => events.push(`one assigned ${assigned.flatMap((a) => a.partitions).length}`),
+      eachBatch: async () => {},
+    });
+    onTestFinished(() => one.close());
+    await one.start();
+    const two = kafka.groupConsumer({
+      groupId,
+      topics: [topic],
+      onAssignment: () => events.push('two assigned'),
+      eachBatch: async () => {},
+    });
+    onTestFinished(() => two.close());
+    const starting = two.start();
+    // The second member's JoinGroup made the group rebalance; the first member noticed and waits.
+    await rejoining.promise;
+    held.resolve();
+    await starting;
+    expect(events.slice(0, 3)).toEqual(['one assigned 2', 'one rejoining', 'one released']);
+    expect(events.indexOf('two assigned')).toBeGreaterThan(events.indexOf('one released'));
+  });
 });

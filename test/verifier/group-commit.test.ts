@@ -85,6 +85,25 @@ describe('GroupCommit', () => {
     expect(starts).toHaveLength(2); // the cancelled wait never fires
   });
 
+  it('pause() waits for the commit running and starts none until resume(), flush() included', async () => {
+    const { starts, commit, finishNext } = controlledCommits();
+    const group = new GroupCommit({ commit, intervalMs: 10, onError: () => {}, now: Date.now });
+    group.request();
+    expect(starts).toEqual([0]);
+    let paused = false;
+    const pausing = group.pause().then(() => (paused = true));
+    group.request(); // ready while paused
+    await vi.advanceTimersByTimeAsync(0);
+    expect(paused).toBe(false);
+    await finishNext();
+    await pausing;
+    await vi.advanceTimersByTimeAsync(1000);
+    await group.flush();
+    expect(starts).toEqual([0]);
+    group.resume();
+    expect(starts).toEqual([0, 1000]);
+  });
+
   it('reports a failed commit and commits nothing after it, flush() included', async () => {
     const errors: unknown[] = [];
     let calls = 0;

@@ -83,6 +83,8 @@ async function startedVerifier(
     drainTimeoutMs?: number;
     /** How many transactions fail (the first ones) before they commit. */
     failingTransactions?: number;
+    /** Awaited by every transaction before it commits. */
+    transactionGate?: () => Promise<void>;
   } = {},
 ) {
   let consumerOptions: GroupConsumerOptions | undefined;
@@ -96,6 +98,7 @@ async function startedVerifier(
           failing--;
           throw new Error('TOPIC_AUTHORIZATION_FAILED');
         }
+        await options.transactionGate?.();
         transactions.push({
           keys: records.map((r) => String(r.key)),
           offsets: (tx?.consumerOffsets?.offsets ?? []).map(({ partition, offset }) => ({
@@ -171,7 +174,12 @@ describe('verifier consumer crashes', () => {
 
 /** A verifier whose upstream answers only when released, request 0 of partition 0 in flight. */
 async function oneInFlight(
-  options: { concurrency?: number; drainTimeoutMs?: number; failingTransactions?: number } = {},
+  options: {
+    concurrency?: number;
+    drainTimeoutMs?: number;
+    failingTransactions?: number;
+    transactionGate?: () => Promise<void>;
+  } = {},
 ) {
   const upstream = heldAnswers();
   const started = await startedVerifier({ ...options, verify: upstream.verify });
@@ -200,6 +208,34 @@ describe('verifier in-flight work', () => {
     await verifier.stop();
     expect(upstream.held).toHaveLength(2);
     expect(transactions).toEqual([]);
+  });
+
+  it('before rejoining its group, lets the transaction under way finish and starts none until its new assignment', async () => {
+    const gate = Promise.withResolvers<void>();
+    const entered = Promise.withResolvers<void>();
+    const { verifier, consumer, transactions, upstream } = await oneInFlight({
+      transactionGate: () => {
+        entered.resolve();
+        return gate.promise;
+      },
+    });
+    await consumer.eachBatch(batchOf(1, [0]));
+    upstream.release(0);
+    await entered.promise; // r-0-0's transaction is under way
+    let rejoining = false;
+    const beforeJoin = consumer.beforeJoin?.().then(() => (rejoining = true));
+    upstream.release(1); // r-1-0 finishes while the member waits to rejoin
+    await Promise.resolve();
+    expect(rejoining).toBe(false);
+    gate.resolve();
+    await beforeJoin;
+    expect(transactions.map((t) => t.keys)).toEqual([['r-0-0']]);
+    // Partition 1 went to another member: its reply is never committed here; 0 is kept.
+    consumer.onAssignment?.([{ topic: 'requests', partitions: [0] }]);
+    await consumer.eachBatch(batchOf(0, [1]));
+    upstream.release(2);
+    await verifier.stop();
+    expect(transactions.map((t) => t.keys)).toEqual([['r-0-0'], ['r-0-1']]);
   });
 
   it('answers, once, a request it had in flight when it crashed and is handed again after the rejoin', async () => {
