@@ -19,6 +19,15 @@ export const defaultRetryPolicy: RetryPolicy = Object.freeze({
   jitter: 0.5,
 });
 
+/** The longest delay a Node timer takes; a longer one fires after 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The longest a server's `Retry-After` is waited out before trying again: one of 30 days (or an
+ * HTTP-date as far) would otherwise stop a connector for a month, or as a timer fire after 1 ms.
+ */
+export const MAX_RETRY_AFTER_MS = 3_600_000;
+
 export interface RetryOptions extends Partial<RetryPolicy> {
   signal?: AbortSignal;
   /** Epoch ms after which no new attempt starts; a wait that would end later is not begun. */
@@ -33,7 +42,7 @@ export interface RetryOptions extends Partial<RetryPolicy> {
 
 /**
  * Delay before retry number `attempt` (1-based): exponential, capped, with jitter; a server's
- * `Retry-After` is a floor, never shortened by jitter.
+ * `Retry-After` is a floor, never shortened by jitter, up to `MAX_RETRY_AFTER_MS`.
  */
 export function backoffDelay(
   attempt: number,
@@ -45,7 +54,7 @@ export function backoffDelay(
   const jittered = exp * (1 - policy.jitter) + exp * policy.jitter * random();
   const base = Math.round(jittered);
   if (retryAfterMs === undefined) return base;
-  return Math.max(retryAfterMs, Math.min(base, policy.maxDelayMs));
+  return Math.max(Math.min(retryAfterMs, MAX_RETRY_AFTER_MS), Math.min(base, policy.maxDelayMs));
 }
 
 /** Parses an HTTP `Retry-After` value (delta-seconds or HTTP-date) into milliseconds from `now`. */
@@ -84,10 +93,10 @@ export async function settledWithin<T>(promise: Promise<T>, ms: number): Promise
   }
 }
 
-/** Sleeps `ms`, rejecting with AbortedError as soon as `signal` aborts. */
+/** Sleeps `ms` (at most `MAX_TIMER_MS`), rejecting with AbortedError as soon as `signal` aborts. */
 export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   try {
-    await delay(ms, undefined, signal ? { signal } : undefined);
+    await delay(Math.min(ms, MAX_TIMER_MS), undefined, signal ? { signal } : undefined);
   } catch (err) {
     if (signal?.aborted) throw new AbortedError('wait aborted', { cause: signal.reason });
     throw err;

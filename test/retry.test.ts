@@ -5,7 +5,15 @@ import {
   UpstreamUnavailableError,
   UsageError,
 } from '../src/errors.ts';
-import { backoffDelay, defaultRetryPolicy, parseRetryAfter, retry, settledWithin } from '../src/retry.ts';
+import {
+  backoffDelay,
+  defaultRetryPolicy,
+  MAX_RETRY_AFTER_MS,
+  parseRetryAfter,
+  retry,
+  settledWithin,
+  sleep,
+} from '../src/retry.ts';
 
 const fast = { initialDelayMs: 1, maxDelayMs: 5, jitter: 0 };
 
@@ -110,10 +118,43 @@ describe('backoffDelay', () => {
     expect([1, 2, 3, 4, 5].map((n) => backoffDelay(n, policy))).toEqual([100, 200, 400, 800, 1000]);
   });
 
+  it("waits out a Retry-After beyond a timer's range (30 days) for an hour, not for 1 ms", async () => {
+    const policy = { ...defaultRetryPolicy, jitter: 0 };
+    expect(backoffDelay(1, policy, 2_600_000_000)).toBe(MAX_RETRY_AFTER_MS);
+    expect(MAX_RETRY_AFTER_MS).toBe(3_600_000);
+    const controller = new AbortController();
+    let calls = 0;
+    const pending = retry(
+      async () => {
+        calls++;
+        throw new UpstreamRateLimitedError('429', { retryAfterMs: 2_600_000_000 });
+      },
+      { retries: Infinity, signal: controller.signal },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    controller.abort();
+    await expect(pending).rejects.toBeInstanceOf(AbortedError);
+    expect(calls).toBe(1);
+  });
+
   it('spreads delays with jitter within the jittered fraction', () => {
     const policy = { ...defaultRetryPolicy, initialDelayMs: 1000, jitter: 0.5 };
     expect(backoffDelay(1, policy, undefined, () => 0)).toBe(500);
     expect(backoffDelay(1, policy, undefined, () => 0.99)).toBe(995);
+  });
+});
+
+describe('sleep', () => {
+  it('does not wake after 1 ms when asked to sleep longer than a timer can hold', async () => {
+    const controller = new AbortController();
+    let woke = false;
+    const pending = sleep(2 ** 32, controller.signal).then(() => {
+      woke = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(woke).toBe(false);
+    controller.abort();
+    await expect(pending).rejects.toBeInstanceOf(AbortedError);
   });
 });
 

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { UpstreamBadResponseError, UpstreamTimeoutError } from '../errors.ts';
 import { silentLogger } from '../logger.ts';
-import { defaultRetryPolicy, type RetryPolicy, retry } from '../retry.ts';
+import { defaultRetryPolicy, MAX_TIMER_MS, type RetryPolicy, retry } from '../retry.ts';
 import { errorForTransport, type RequestContext } from './http-errors.ts';
 import {
   checkExportEnvelope,
@@ -40,9 +40,6 @@ function pick<T extends object>(filters: T, keys: readonly string[]): Record<str
   }
   return body;
 }
-
-/** The longest delay a Node timer takes; a longer one fires after 1 ms. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * A signal that also fires once the attempt has run `timeoutMs` or at `deadline`, whichever comes

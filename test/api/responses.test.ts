@@ -249,6 +249,28 @@ describe('errors', () => {
     expect(error.retryAfterMs).toBeLessThanOrEqual(60_000);
   });
 
+  it.each([
+    ['delta-seconds of 30 days', () => '2600000'],
+    ['an HTTP-date 40 days away', () => new Date(Date.now() + 40 * 86_400_000).toUTCString()],
+  ])('sends one request, not hundreds a second, after a Retry-After of %s', async (_what, value) => {
+    const { server, client } = await setup((_req, res) =>
+      sendJson(res, 429, { code: 'RATE_LIMITED' }, { 'retry-after': value() }),
+    );
+    const controller = new AbortController();
+    const delays: number[] = [];
+    const pending = client
+      .exportPage(
+        {},
+        { signal: controller.signal, retry: { retries: Infinity }, onRetry: (i) => delays.push(i.delayMs) },
+      )
+      .catch((e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    controller.abort();
+    expect(await pending).toBeInstanceOf(AbortedError);
+    expect(server.requests).toHaveLength(1);
+    expect(delays).toEqual([3_600_000]);
+  });
+
   it('maps a refused connection to a retriable connection error', async () => {
     const server = await serve(() => {});
     const url = server.url;
