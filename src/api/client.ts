@@ -79,15 +79,21 @@ function attemptGuard(signal: AbortSignal | undefined, deadline: number | undefi
   };
 }
 
+/**
+ * The body parsed, or a bad response carrying the masked excerpt. JSON.parse's SyntaxError is not
+ * kept as the cause: V8 quotes the raw text around the fault in its message (`"{"iban":DE89370400"...
+ * is not valid JSON`), unmasked, and a logged error prints its causes. Only the position is kept.
+ */
 function parseJson(raw: RawResponse, context: RequestContext, apiKey: string): unknown {
   try {
     return JSON.parse(raw.text);
   } catch (err) {
     const bodyExcerpt = excerpt(raw.text, apiKey);
+    const position = /at position (\d+)/.exec((err as Error).message)?.[1];
+    const where = position === undefined ? '' : ` (at position ${position})`;
     throw new UpstreamBadResponseError(
-      `${context.method} ${context.path} answered a body that is not JSON: ${bodyExcerpt}`,
+      `${context.method} ${context.path} answered a body that is not JSON${where}: ${bodyExcerpt}`,
       { ...context, bodyExcerpt },
-      err,
     );
   }
 }

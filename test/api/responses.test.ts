@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ApiClient, type ApiClientOptions, createApiClient } from '../../src/api/index.ts';
 import {
@@ -9,6 +10,7 @@ import {
   UpstreamTimeoutError,
   UpstreamUnauthorizedError,
 } from '../../src/errors.ts';
+import { createLogger } from '../../src/logger.ts';
 import { type SeenRequest, sendJson, serve, type TestServer } from './servers.ts';
 
 // Purpose-built servers for the exact misbehaviours the client must survive.
@@ -107,6 +109,28 @@ describe('bodies', () => {
     expect(error.message).not.toContain('FR7630006000011234567890189');
     expect(error.message).toContain('"iban":"FR…0189"');
     expect(error.bodyExcerpt).toContain('"iban":"FR…0189"');
+  });
+
+  it('keeps no unmasked IBAN digits in the error, its causes or its log line when JSON.parse quotes the body', async () => {
+    // V8's SyntaxError message quotes the text around the fault: `..."iban":DE89370400"...`.
+    const { client } = await setup((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"rows":[{"id":"a1","iban":DE89370400440532013000}],"nextCursor":null}');
+    });
+    const error = (await client.exportPage({}, { retry: fast }).catch((e: unknown) => e)) as Error;
+    expect(error).toBeInstanceOf(UpstreamBadResponseError);
+    const messages: string[] = [];
+    for (let e: unknown = error; e instanceof Error; e = e.cause) messages.push(e.message);
+    let line = '';
+    const destination = new Writable({
+      write(chunk, _encoding, done) {
+        line += String(chunk);
+        done();
+      },
+    });
+    createLogger({ destination }).error({ err: error }, 'export failed');
+    for (const text of [...messages, line]) expect(text).not.toMatch(/370400|0532013000/);
+    expect(line).toContain('DE…3000');
   });
 
   it.each([
