@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Agent, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher, errors } from 'undici';
 import { ConfigError, UpstreamBadResponseError } from '../errors.ts';
 import { maskIban } from '../logger.ts';
 import { parseRetryAfter } from '../retry.ts';
@@ -208,6 +208,9 @@ export function createTransport(options: TransportOptions): Transport {
     const { statusCode, headers, body } = response;
     if (statusCode >= 200 && statusCode < 300) return readAll(body, ctx, maxResponseBytes);
     const bodyExcerpt = await readExcerpt(body, options.apiKey);
+    // readExcerpt ignores a broken body so as to report the status; one broken by our own abort
+    // (the caller cancelling, a deadline) is that abort, as it would be anywhere else.
+    if (request.signal?.aborted) throw new errors.RequestAbortedError();
     const retryAfter = headers['retry-after'];
     const retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
     throw errorForStatus(statusCode, ctx, bodyExcerpt, retryAfterMs);

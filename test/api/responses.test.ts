@@ -339,6 +339,19 @@ describe('errors', () => {
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
+  it('reports a cancel while a 503 body stalls as AbortedError, not as the retriable 503', async () => {
+    const controller = new AbortController();
+    const { server, client } = await setup((_req, res) => {
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.write('{"code":');
+      setTimeout(() => controller.abort(), 50);
+    });
+    const error = await client.exportPage({}, { signal: controller.signal }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AbortedError);
+    expect(error).toMatchObject({ retriable: false });
+    expect(server.requests).toHaveLength(1);
+  });
+
   it('aborts a request in flight when the signal fires', async () => {
     const controller = new AbortController();
     const { server, client } = await setup(() => controller.abort());
