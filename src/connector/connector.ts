@@ -79,7 +79,7 @@ function admit(
   events: PreparedEvent[],
   rejected: PreparedRejection[],
 ): void {
-  const { kinds, updatedAt, eventIds, alertIds, keys } = page;
+  const { kinds, updatedAt, eventIds, rowFingerprints, alertIds, keys } = page;
   let e = 0;
   let r = 0;
   for (let i = 0; i < kinds.length; i++) {
@@ -91,7 +91,7 @@ function admit(
     }
     const eventId = eventIds[e] as string;
     const at = updatedAt[e] as number;
-    if (tracker.admitEvent(at, eventId)) {
+    if (tracker.admitEvent(at, eventId, rowFingerprints[e] as string)) {
       events.push({
         type: kindTypes[kind] as EventType,
         key: keys[e] as string,

@@ -15,6 +15,12 @@ export interface CursorRecord {
   highWaterMarkIso: string | null;
   /** Event ids published at the high-water mark. */
   eventIdsAtMark: string[];
+  /**
+   * Fingerprints of the rows published at the mark (rowFingerprintOf): a row served again is matched
+   * on these, not on its event id. Absent from records written before this field: their
+   * `eventIdsAtMark` stand in, carried here as they are until the mark moves.
+   */
+  rowsAtMark?: string[];
   /** Fingerprints of rows sent to the DLQ at the high-water mark. */
   rejectedAtMark: string[];
   counters: { published: number; rejected: number; deduplicated: number; pages: number };
@@ -29,6 +35,7 @@ const recordSchema = z.object({
   highWaterMark: z.number().int().nullable(),
   highWaterMarkIso: z.string().nullable(),
   eventIdsAtMark: z.array(z.string()),
+  rowsAtMark: z.array(z.string()).optional(),
   rejectedAtMark: z.array(z.string()),
   counters: z.object({
     published: z.number().int(),
@@ -69,11 +76,14 @@ export interface ExportRequest {
 export class CursorTracker {
   #record: CursorRecord;
   #eventIds: Set<string>;
+  /** Row fingerprints at the mark, and the event ids of a record written before them (never both). */
+  #rows: Set<string>;
   #rejected: Set<string>;
 
   constructor(record: CursorRecord) {
     this.#record = structuredClone(record);
     this.#eventIds = new Set(record.eventIdsAtMark);
+    this.#rows = new Set(record.rowsAtMark ?? record.eventIdsAtMark);
     this.#rejected = new Set(record.rejectedAtMark);
   }
 
@@ -85,6 +95,7 @@ export class CursorTracker {
       highWaterMark: null,
       highWaterMarkIso: null,
       eventIdsAtMark: [],
+      rowsAtMark: [],
       rejectedAtMark: [],
       counters: { published: 0, rejected: 0, deduplicated: 0, pages: 0 },
       exportStart: exportStart === 'earliest' ? 'earliest' : exportStart.toISOString(),
@@ -128,21 +139,28 @@ export class CursorTracker {
     if (position === null || (mark !== null && position <= mark)) return;
     this.#record.highWaterMark = position;
     this.#eventIds.clear();
+    this.#rows.clear();
     this.#rejected.clear();
   }
 
-  /** True when an event is new and must be published; false when it was already published at the mark. */
-  admitEvent(updatedAt: number, eventId: string): boolean {
+  /**
+   * True when an event is new and must be published; false when the same row (`fingerprint`, see
+   * rowFingerprintOf) was already published at the mark. Two changes of one alert at the same mark
+   * share an event id (SPEC §4's formula), so the id alone would drop the second one.
+   */
+  admitEvent(updatedAt: number, eventId: string, fingerprint: string): boolean {
     if (this.#justBelowMark(updatedAt)) {
       this.#record.counters.deduplicated++;
       return false;
     }
     this.#moveMark(updatedAt);
     if (updatedAt === this.#record.highWaterMark) {
-      if (this.#eventIds.has(eventId)) {
+      // An event id here came from a record written before rowsAtMark: the only match it allows.
+      if (this.#rows.has(fingerprint) || this.#rows.has(eventId)) {
         this.#record.counters.deduplicated++;
         return false;
       }
+      this.#rows.add(fingerprint);
       this.#eventIds.add(eventId);
     }
     this.#record.counters.published++;
@@ -184,6 +202,7 @@ export class CursorTracker {
       // Formatted here, once per commit, not on every mark move (hot path).
       highWaterMarkIso: mark === null ? null : new Date(mark).toISOString(),
       eventIdsAtMark: [...this.#eventIds],
+      rowsAtMark: [...this.#rows],
       rejectedAtMark: [...this.#rejected],
       writtenAt: new Date(now).toISOString(),
     };

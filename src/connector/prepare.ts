@@ -1,5 +1,12 @@
 import type { Encoder } from '../kafka/avro-encoder.ts';
-import { type AlertEvent, type EventType, fingerprintOf, mapRow, type RowErrorCode } from './rows.ts';
+import {
+  type AlertEvent,
+  type EventType,
+  fingerprintOf,
+  mapRow,
+  type RowErrorCode,
+  rowFingerprintOf,
+} from './rows.ts';
 
 /**
  * One export page made ready for publishing, in a shape that crosses a worker-thread boundary
@@ -13,6 +20,8 @@ export interface PreparedPage {
   /** Per event, in feed order (rejected rows have no entry): */
   updatedAt: Float64Array;
   eventIds: string[];
+  /** Identifies the event's content (rowFingerprintOf): what a row served again at the mark is matched on. */
+  rowFingerprints: string[];
   alertIds: string[];
   /** The normalised IBAN, the record key. */
   keys: string[];
@@ -61,6 +70,7 @@ export function preparePage(
   const updatedAt: number[] = [];
   const ends: number[] = [];
   const eventIds: string[] = [];
+  const rowFingerprints: string[] = [];
   const alertIds: string[] = [];
   const keys: string[] = [];
   const rejected: PreparedRejection[] = [];
@@ -98,6 +108,7 @@ export function preparePage(
     updatedAt.push(event.updatedAt);
     ends.push(end);
     eventIds.push(event.eventId);
+    rowFingerprints.push(rowFingerprintOf(event));
     alertIds.push(event.alertId);
     keys.push(event.iban);
   }
@@ -106,6 +117,7 @@ export function preparePage(
     kinds,
     updatedAt: Float64Array.from(updatedAt),
     eventIds,
+    rowFingerprints,
     alertIds,
     keys,
     values: values.subarray(0, offset),

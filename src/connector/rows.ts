@@ -55,6 +55,20 @@ export function eventIdOf(alertId: string, updatedAt: number, isActive: boolean)
   return hash('sha256', `${alertId}|${updatedAt}|${isActive}`, 'hex');
 }
 
+/**
+ * Identifies an event's content: its event id and every other field it carries but `observedAt`. Two
+ * changes of one alert with the same `updatedAt` and `isActive` (timestamps of one-second precision)
+ * share an event id, but not this, so the second one is not taken for the first served again.
+ */
+export function rowFingerprintOf(event: AlertEvent): string {
+  const { eventId, iban, bic, qualification, qualificationRaw, reportsCount } = event;
+  return hash(
+    'sha256',
+    JSON.stringify([eventId, iban, bic, qualification, qualificationRaw, reportsCount]),
+    'hex',
+  );
+}
+
 /** Identifies a row that cannot become an event, by its raw content, so a re-served copy is rejected once. */
 export function fingerprintOf(raw: string): string {
   return hash('sha256', raw, 'hex');

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CursorTracker, parseCursorRecord, serializeCursorRecord } from '../../src/connector/cursor.ts';
+import { mapRow, rowFingerprintOf } from '../../src/connector/rows.ts';
 import { DecodeError } from '../../src/errors.ts';
 import { parseInstant } from '../../src/instant.ts';
 
@@ -21,46 +22,84 @@ describe('CursorTracker', () => {
 
   it('follows the stored cursor while the feed has pages', () => {
     const tracker = CursorTracker.initial('c', 'earliest');
-    tracker.admitEvent(1000, 'e1');
+    tracker.admitEvent(1000, 'e1', 'e1');
     tracker.pageDone('next-1');
     expect(tracker.nextRequest()).toEqual({ cursor: 'next-1' });
   });
 
   it('resumes 1 ms below the high-water mark once caught up, so rows at the mark are served again', () => {
     const tracker = CursorTracker.initial('c', 'earliest');
-    tracker.admitEvent(1000, 'e1');
-    tracker.admitEvent(2000, 'e2');
+    tracker.admitEvent(1000, 'e1', 'e1');
+    tracker.admitEvent(2000, 'e2', 'e2');
     tracker.pageDone(null);
     expect(tracker.nextRequest()).toEqual({ updatedAfter: new Date(1999).toISOString() });
   });
 
   it('does not publish again a row served again at the mark, also after a restart from the record', () => {
     const tracker = CursorTracker.initial('c', 'earliest');
-    expect(tracker.admitEvent(2000, 'a')).toBe(true);
-    expect(tracker.admitEvent(2000, 'b')).toBe(true);
+    expect(tracker.admitEvent(2000, 'a', 'a')).toBe(true);
+    expect(tracker.admitEvent(2000, 'b', 'b')).toBe(true);
     tracker.pageDone(null);
     const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
-    expect(restarted.admitEvent(2000, 'a')).toBe(false);
-    expect(restarted.admitEvent(2000, 'b')).toBe(false);
-    expect(restarted.admitEvent(2000, 'c')).toBe(true);
+    expect(restarted.admitEvent(2000, 'a', 'a')).toBe(false);
+    expect(restarted.admitEvent(2000, 'b', 'b')).toBe(false);
+    expect(restarted.admitEvent(2000, 'c', 'c')).toBe(true);
     expect(restarted.counters).toEqual({ published: 3, rejected: 0, deduplicated: 2, pages: 1 });
+  });
+
+  it('publishes a second change of an alert served again at the mark with the same updatedAt and isActive', () => {
+    // One-second timestamps: two changes within one second share updatedAt, and so the event id.
+    const first = { id: 'A', iban: 'DE89370400440532013000', bic: null, qualification: 'PENDING' };
+    const v1 = { ...first, reportsCount: 1, updatedAt: '2026-05-01T10:00:00Z', isActive: true };
+    const v2 = { ...v1, qualification: 'CONFIRMED', reportsCount: 2 };
+    const admit = (tracker: CursorTracker, row: unknown): boolean => {
+      const mapped = mapRow(row, 0);
+      if (!mapped.ok) throw new Error('test rows must map');
+      const { updatedAt, eventId } = mapped.event;
+      return tracker.admitEvent(updatedAt, eventId, rowFingerprintOf(mapped.event));
+    };
+    const tracker = CursorTracker.initial('c', 'earliest');
+    expect(admit(tracker, v1)).toBe(true);
+    tracker.pageDone(null);
+    expect(admit(tracker, v2)).toBe(true);
+    tracker.pageDone(null);
+    const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
+    expect(admit(restarted, v2)).toBe(false);
+    expect(restarted.snapshot().eventIdsAtMark).toHaveLength(1);
+  });
+
+  it('matches rows at the mark by event id in a cursor record written before rowsAtMark, until the mark moves', () => {
+    const tracker = CursorTracker.initial('c', 'earliest');
+    tracker.admitEvent(2000, 'id-a', 'row-a');
+    tracker.pageDone(null);
+    const { rowsAtMark, ...older } = tracker.snapshot();
+    expect(rowsAtMark).toEqual(['row-a']);
+    const upgraded = new CursorTracker(parseCursorRecord(Buffer.from(JSON.stringify(older))));
+    expect(upgraded.admitEvent(2000, 'id-a', 'row-a2')).toBe(false);
+    expect(upgraded.admitEvent(2000, 'id-b', 'row-b')).toBe(true);
+    // The old record's ids are written on as they are: a later restart still knows them.
+    const again = new CursorTracker(parseCursorRecord(serializeCursorRecord(upgraded.snapshot())));
+    expect(again.admitEvent(2000, 'id-a', 'row-a2')).toBe(false);
+    expect(again.admitEvent(2000, 'id-b', 'row-b')).toBe(false);
+    expect(again.admitEvent(3000, 'id-c', 'row-c')).toBe(true);
+    expect(again.snapshot().rowsAtMark).toEqual(['row-c']);
   });
 
   it('forgets the rows of a mark once the mark moves on', () => {
     const tracker = CursorTracker.initial('c', 'earliest');
-    tracker.admitEvent(2000, 'a');
-    tracker.admitEvent(3000, 'b');
+    tracker.admitEvent(2000, 'a', 'a');
+    tracker.admitEvent(3000, 'b', 'b');
     expect(tracker.snapshot().eventIdsAtMark).toEqual(['b']);
-    expect(tracker.admitEvent(3000, 'a')).toBe(true);
+    expect(tracker.admitEvent(3000, 'a', 'a')).toBe(true);
   });
 
   it('rejects a bad row served again only once, by fingerprint, even without a readable updatedAt', () => {
     const tracker = CursorTracker.initial('c', 'earliest');
-    tracker.admitEvent(2000, 'a');
+    tracker.admitEvent(2000, 'a', 'a');
     expect(tracker.admitRejected(null, 'fp1')).toBe(true);
     expect(tracker.admitRejected(2000, 'fp2')).toBe(true);
     tracker.pageDone(null);
-    expect(tracker.admitEvent(2000, 'a')).toBe(false);
+    expect(tracker.admitEvent(2000, 'a', 'a')).toBe(false);
     expect(tracker.admitRejected(null, 'fp1')).toBe(false);
     expect(tracker.admitRejected(2000, 'fp2')).toBe(false);
   });
@@ -77,7 +116,7 @@ describe('CursorTracker', () => {
       const served = rows.filter((r) => after === undefined || micros(r.updatedAt) > micros(after));
       const admitted = served.map((r) => {
         const at = parseInstant(r.updatedAt) as number;
-        return r.id === 'bad' ? tracker.admitRejected(at, `fp-${r.id}`) : tracker.admitEvent(at, r.id);
+        return r.id === 'bad' ? tracker.admitRejected(at, `fp-${r.id}`) : tracker.admitEvent(at, r.id, r.id);
       });
       tracker.pageDone(null);
       return admitted;
@@ -93,14 +132,14 @@ describe('CursorTracker', () => {
 
   it('admits the whole first page after EXPORT_START or a reset, which have no mark yet', () => {
     const tracker = CursorTracker.initial('c', new Date('2026-01-01T00:00:00.001Z'));
-    expect(tracker.admitEvent(parseInstant('2026-01-01T00:00:00.001500Z') as number, 'a1')).toBe(true);
-    expect(tracker.admitEvent(parseInstant('2026-01-01T00:00:00.002100Z') as number, 'a2')).toBe(true);
+    expect(tracker.admitEvent(parseInstant('2026-01-01T00:00:00.001500Z') as number, 'a1', 'a1')).toBe(true);
+    expect(tracker.admitEvent(parseInstant('2026-01-01T00:00:00.002100Z') as number, 'a2', 'a2')).toBe(true);
   });
 
   it('publishes a late row below the mark rather than drop it', () => {
     const tracker = CursorTracker.initial('c', 'earliest');
-    tracker.admitEvent(2000, 'a');
-    expect(tracker.admitEvent(1500, 'late')).toBe(true);
+    tracker.admitEvent(2000, 'a', 'a');
+    expect(tracker.admitEvent(1500, 'late', 'late')).toBe(true);
     expect(tracker.highWaterMark).toBe(2000);
   });
 });

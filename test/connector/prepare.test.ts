@@ -7,7 +7,7 @@ import {
   preparePage,
   transferablesOf,
 } from '../../src/connector/prepare.ts';
-import { fingerprintOf, mapRow } from '../../src/connector/rows.ts';
+import { fingerprintOf, mapRow, rowFingerprintOf } from '../../src/connector/rows.ts';
 import { avroTypeOf } from '../../src/kafka/avro-encoder.ts';
 import { unframe } from '../../src/kafka/wire-format.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
@@ -41,6 +41,7 @@ describe('preparePage', () => {
       return mapped.event;
     });
     expect(page.eventIds).toEqual(expected.map((e) => e.eventId));
+    expect(page.rowFingerprints).toEqual(expected.map(rowFingerprintOf));
     expect([...page.updatedAt]).toEqual(expected.map((e) => e.updatedAt));
     const first = unframe(eventValue(page, 0));
     const second = unframe(eventValue(page, 1));
