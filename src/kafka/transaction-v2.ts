@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * Kafka's transaction protocol v2 (KIP-890 part 2, Kafka 4.0+) for kafkajs, which speaks only v1.
@@ -549,6 +550,77 @@ export function txnOffsetCommitV5(args: {
 }
 
 // ---------------------------------------------------------------------------------------------
+// OffsetFetch v7 with RequireStable (KIP-447): a group's committed offsets once every transaction
+// that commits offsets for them has completed. kafkajs's OffsetFetch (v1–v4) reads the offsets as
+// committed so far, also while a transaction that moves them is still completing: a member that
+// takes a partition over just then starts from the offset before it, and answers again what that
+// transaction answered. With RequireStable the coordinator answers UNSTABLE_OFFSET_COMMIT (88) for
+// such a partition, and the fetch is asked again (`installStableOffsetFetch`).
+
+export interface OffsetFetchArgs {
+  groupId: string;
+  topics: { topic: string; partitions: { partition: number }[] }[];
+}
+/** kafkajs's OffsetFetch result, as its v4 decoder gives it. */
+export interface OffsetFetchResult {
+  throttleTime: number;
+  clientSideThrottleTime: number;
+  responses: {
+    topic: string;
+    partitions: { partition: number; offset: string; metadata: string | null; errorCode: number }[];
+  }[];
+  errorCode: number;
+}
+
+export function offsetFetchV7(args: OffsetFetchArgs): ProtocolRequest {
+  return flexibleRequest<OffsetFetchResult>({
+    apiName: 'OffsetFetch',
+    apiVersion: 7,
+    body(e) {
+      const E = Encoder();
+      const topics = args.topics.map(({ topic, partitions }) =>
+        new E()
+          .writeUVarIntString(topic)
+          .writeUVarIntArray(
+            partitions.map((p) => new E().writeInt32(p.partition)),
+            'object',
+          )
+          .writeUVarInt(NO_TAGS),
+      );
+      return e
+        .writeUVarIntString(args.groupId)
+        .writeUVarIntArray(topics, 'object')
+        .writeBoolean(true) // RequireStable
+        .writeUVarInt(NO_TAGS);
+    },
+    read(d) {
+      const clientSideThrottleTime = d.readInt32();
+      const responses =
+        d.readUVarIntArray((t) => {
+          const topic = t.readUVarIntString() as string;
+          const partitions =
+            t.readUVarIntArray((p) => {
+              const partition = p.readInt32();
+              const offset = p.readInt64().toString();
+              p.readInt32(); // committed leader epoch
+              const metadata = p.readUVarIntString();
+              const errorCode = p.readInt16();
+              readTags(p);
+              return { partition, offset, metadata, errorCode };
+            }) ?? [];
+          readTags(t);
+          return { topic, partitions };
+        }) ?? [];
+      return { throttleTime: 0, clientSideThrottleTime, responses, errorCode: d.readInt16() };
+    },
+    errorCodes: (result) => [
+      result.errorCode,
+      ...result.responses.flatMap((t) => t.partitions.map((p) => p.errorCode)),
+    ],
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Installation on kafkajs's Broker.
 
 interface BrokerInstance {
@@ -560,6 +632,7 @@ interface BrokerInstance {
 interface BrokerClass {
   prototype: BrokerInstance & {
     apiVersions(this: BrokerInstance): Promise<Versions>;
+    offsetFetch(this: BrokerInstance, args: OffsetFetchArgs): Promise<OffsetFetchResult>;
     endTxnV5(this: BrokerInstance, args: Parameters<typeof endTxnV5>[0]): Promise<EndTxnV5Result>;
     txnOffsetCommitV5(
       this: BrokerInstance,
@@ -580,15 +653,20 @@ function sendRequestOf(Broker: BrokerClass): symbol {
   return symbol;
 }
 
+/** Sends a request through a Broker's connection pool, as the Broker's own methods do. */
+function senderOf(Broker: BrokerClass) {
+  const sendSymbol = sendRequestOf(Broker);
+  return (broker: BrokerInstance, request: ProtocolRequest) =>
+    (broker[sendSymbol] as (request: ProtocolRequest) => Promise<unknown>).call(broker, request);
+}
+
 export function installTransactionV2(): void {
   const shared = globalThis as Record<symbol, unknown>;
   if (shared[INSTALLED]) return;
   shared[INSTALLED] = true;
 
   const Broker = require(kafkajsPath('broker/index.js')) as BrokerClass;
-  const sendSymbol = sendRequestOf(Broker);
-  const send = (broker: BrokerInstance, request: ProtocolRequest) =>
-    (broker[sendSymbol] as (request: ProtocolRequest) => Promise<unknown>).call(broker, request);
+  const send = senderOf(Broker);
   const { version: kafkajsVersion } = require('kafkajs/package.json') as { version: string };
   const originalApiVersions = Broker.prototype.apiVersions;
   const originalProduce = Broker.prototype.produce;
@@ -627,5 +705,40 @@ export function installTransactionV2(): void {
   };
   Broker.prototype.txnOffsetCommitV5 = function (args) {
     return send(this, txnOffsetCommitV5(args)) as Promise<TxnOffsetCommitV5Result>;
+  };
+}
+
+const STABLE_OFFSETS_INSTALLED = Symbol.for('fraudlink.kafkajs.stableOffsetFetch');
+/**
+ * How long an OffsetFetch is asked again while a transaction keeps its offsets unstable before the
+ * error goes to kafkajs (which retries it as it does any retriable error): well inside our
+ * consumers' 10 s session (consumer.ts), since kafkajs heartbeats only between its own steps. A
+ * transaction completes in milliseconds; one its producer left open (a crash) lasts until the
+ * producer's successor fences it, or the transaction timeout.
+ */
+export const STABLE_OFFSETS_WAIT_MS = 5_000;
+
+/** Every OffsetFetch asks for stable offsets (OffsetFetch v7) where the broker offers it. */
+export function installStableOffsetFetch(): void {
+  const shared = globalThis as Record<symbol, unknown>;
+  if (shared[STABLE_OFFSETS_INSTALLED]) return;
+  shared[STABLE_OFFSETS_INSTALLED] = true;
+
+  const Broker = require(kafkajsPath('broker/index.js')) as BrokerClass;
+  const send = senderOf(Broker);
+  const original = Broker.prototype.offsetFetch;
+  Broker.prototype.offsetFetch = async function offsetFetch(args) {
+    if (!offers(this.versions, apiKeys.OffsetFetch as number, 7)) return original.call(this, args);
+    const giveUpAt = Date.now() + STABLE_OFFSETS_WAIT_MS;
+    for (let backoff = 10; ; backoff = Math.min(2 * backoff, 200)) {
+      try {
+        return (await send(this, offsetFetchV7(args))) as OffsetFetchResult;
+      } catch (e) {
+        if ((e as ProtocolError).type !== 'UNSTABLE_OFFSET_COMMIT' || Date.now() + backoff > giveUpAt) {
+          throw e;
+        }
+      }
+      await sleep(backoff);
+    }
   };
 }

@@ -7,6 +7,7 @@ import {
   endTxnV5,
   finalizedFeatureLevel,
   keepTransactionProtocolV1,
+  offsetFetchV7,
   produceV12,
   releaseTransactionProtocol,
   transactionV2Available,
@@ -603,6 +604,67 @@ describe('the transaction manager', () => {
   });
 });
 
+describe('OffsetFetch v7', () => {
+  it('asks for stable offsets and reads them as kafkajs does, throwing UNSTABLE_OFFSET_COMMIT', async () => {
+    const { request, response } = offsetFetchV7({
+      groupId: 'g',
+      topics: [{ topic: 'requests', partitions: [{ partition: 0 }, { partition: 2 }] }],
+    });
+    expect(((await request.encode()) as unknown as Enc).buffer).toEqual(
+      new Encoder()
+        .writeUVarInt(0)
+        .writeUVarIntString('g')
+        .writeUVarInt(2) // one topic
+        .writeUVarIntString('requests')
+        .writeUVarInt(3) // two partitions
+        .writeInt32(0)
+        .writeInt32(2)
+        .writeUVarInt(0)
+        .writeInt8(1) // RequireStable
+        .writeUVarInt(0).buffer,
+    );
+    const answer = (code: number) =>
+      new Encoder()
+        .writeUVarInt(0)
+        .writeInt32(0)
+        .writeUVarInt(2)
+        .writeUVarIntString('requests')
+        .writeUVarInt(3)
+        .writeInt32(0)
+        .writeInt64(41)
+        .writeInt32(-1)
+        .writeUVarIntString('')
+        .writeInt16(0)
+        .writeUVarInt(0)
+        .writeInt32(2)
+        .writeInt64(-1)
+        .writeInt32(-1)
+        .writeUVarIntString(null)
+        .writeInt16(code)
+        .writeUVarInt(0)
+        .writeUVarInt(0)
+        .writeInt16(0)
+        .writeUVarInt(0).buffer;
+    expect(await response.decode(answer(0))).toEqual({
+      throttleTime: 0,
+      clientSideThrottleTime: 0,
+      responses: [
+        {
+          topic: 'requests',
+          partitions: [
+            { partition: 0, offset: '41', metadata: '', errorCode: 0 },
+            { partition: 2, offset: '-1', metadata: null, errorCode: 0 },
+          ],
+        },
+      ],
+      errorCode: 0,
+    });
+    await expect(response.decode(answer(88)).then((d) => response.parse(d))).rejects.toMatchObject({
+      type: 'UNSTABLE_OFFSET_COMMIT',
+    });
+  });
+});
+
 describe("kafkajs's Broker with the v2 requests installed", () => {
   // Importing kafkajs.ts installs them, as every kafkajs client of fraudlink gets them.
   const Broker = require('kafkajs/src/broker/index.js') as new (
@@ -653,6 +715,27 @@ describe("kafkajs's Broker with the v2 requests installed", () => {
     expect(sent).toEqual(['ApiVersions v3', 'ApiVersions v2']);
     expect(v[0]).toEqual({ minVersion: 0, maxVersion: 8 });
     expect(finalizedFeatureLevel(v, 'transaction.version')).toBe(0);
+  });
+
+  it('fetches offsets with v7 where offered, asking again while they are unstable', async () => {
+    let unstable = 2;
+    const { broker, sent } = brokerAnswering((name, version) => {
+      if (name === 'OffsetFetch' && version === 7 && unstable-- > 0) throw createErrorFromCode(88);
+      return { responses: [], errorCode: 0 };
+    });
+    const fetch = broker as unknown as { offsetFetch(args: object): Promise<unknown> };
+    const args = { groupId: 'g', topics: [{ topic: 't', partitions: [{ partition: 0 }] }] };
+    broker.versions = { 9: { minVersion: 1, maxVersion: 9 } };
+    await expect(fetch.offsetFetch(args)).resolves.toMatchObject({ responses: [] });
+    expect(sent).toEqual(['OffsetFetch v7', 'OffsetFetch v7', 'OffsetFetch v7']);
+
+    sent.length = 0;
+    broker.versions = { 9: { minVersion: 1, maxVersion: 6 } };
+    Object.assign(broker, {
+      lookupRequest: () => () => ({ request: { apiName: 'OffsetFetch', apiVersion: 4 } }),
+    });
+    await fetch.offsetFetch(args);
+    expect(sent).toEqual(['OffsetFetch v4']);
   });
 
   it('sends Produce v12 only for a transactional id on v2, on a broker that offers it', async () => {

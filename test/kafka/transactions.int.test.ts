@@ -266,4 +266,37 @@ describe("Kafka's transaction protocols on a real broker (it finalizes transacti
       expect(seen.map((x) => text(x.value))).toEqual(['first', 'second']);
     });
   }
+
+  it('starts a member at the offsets of a transaction still completing, once it completes (stable offsets)', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['tx-stable-offsets']);
+    const groupId = uniqueName('tx-stable-group');
+    const producer = await kafka.producer();
+    onTestFinished(() => producer.close());
+    await producer.send(['0', '1', '2', '3', '4'].map((v) => ({ topic, key: v, value: Buffer.from(v) })));
+    const transactional = await kafka.transactionalProducer({ transactionalId: uniqueName('tx') });
+    onTestFinished(() => transactional.close());
+    // A member of the group answered offsets 0-2 and commits that in a transaction not yet ended.
+    const tx = await transactional.begin();
+    await tx.sendOffsets({ groupId, offsets: [{ topic, partition: 0, offset: '3' }] });
+
+    const raw = new kafkajs.Kafka({
+      brokers: stackEnv().KAFKA_BROKERS.split(','),
+      logLevel: kafkajs.logLevel.NOTHING,
+    });
+    const consumer = raw.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1000 });
+    onTestFinished(() => consumer.disconnect());
+    const answered = Promise.withResolvers<string>();
+    consumer.on(consumer.events.REQUEST, ({ payload }) => {
+      if (payload.apiName === 'OffsetFetch') answered.resolve(`v${payload.apiVersion}`);
+    });
+    const first = Promise.withResolvers<string>();
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.run({ eachMessage: async ({ message }) => first.resolve(message.offset) });
+    // The coordinator has answered the member's first OffsetFetch (unstable, with v7).
+    expect(await answered.promise).toBe('v7');
+    await tx.commit();
+    expect(await first.promise).toBe('3');
+  });
 });
