@@ -226,6 +226,23 @@ function flexibleRequest<T>(spec: {
   };
 }
 
+/** Topics as a flexible request lists them: name, its partitions' entries (`entry`), no tags. */
+function topicEntries<P>(
+  topics: { topic: string; partitions: P[] }[],
+  entry: (partition: P, e: Encoder) => Encoder,
+): Encoder[] {
+  const E = Encoder();
+  return topics.map(({ topic, partitions }) =>
+    new E()
+      .writeUVarIntString(topic)
+      .writeUVarIntArray(
+        partitions.map((p) => entry(p, new E())),
+        'object',
+      )
+      .writeUVarInt(NO_TAGS),
+  );
+}
+
 // ---------------------------------------------------------------------------------------------
 // ApiVersions v3: also the cluster's finalized features.
 
@@ -499,21 +516,12 @@ export function txnOffsetCommitV5(args: {
     apiName: 'TxnOffsetCommit',
     apiVersion: 5,
     body(e) {
-      const E = Encoder();
-      const topics = args.topics.map(({ topic, partitions }) =>
-        new E()
-          .writeUVarIntString(topic)
-          .writeUVarIntArray(
-            partitions.map((p) =>
-              new E()
-                .writeInt32(p.partition)
-                .writeInt64(p.offset)
-                .writeInt32(-1) // committed leader epoch: unknown
-                .writeUVarIntString(p.metadata ?? null)
-                .writeUVarInt(NO_TAGS),
-            ),
-            'object',
-          )
+      const topics = topicEntries(args.topics, (p, e) =>
+        e
+          .writeInt32(p.partition)
+          .writeInt64(p.offset)
+          .writeInt32(-1) // committed leader epoch: unknown
+          .writeUVarIntString(p.metadata ?? null)
           .writeUVarInt(NO_TAGS),
       );
       // Generation -1 and no member id: the coordinator checks neither, as with kafkajs's v0
@@ -577,16 +585,7 @@ export function offsetFetchV7(args: OffsetFetchArgs): ProtocolRequest {
     apiName: 'OffsetFetch',
     apiVersion: 7,
     body(e) {
-      const E = Encoder();
-      const topics = args.topics.map(({ topic, partitions }) =>
-        new E()
-          .writeUVarIntString(topic)
-          .writeUVarIntArray(
-            partitions.map((p) => new E().writeInt32(p.partition)),
-            'object',
-          )
-          .writeUVarInt(NO_TAGS),
-      );
+      const topics = topicEntries(args.topics, (p, e) => e.writeInt32(p.partition));
       return e
         .writeUVarIntString(args.groupId)
         .writeUVarIntArray(topics, 'object')
