@@ -1,5 +1,6 @@
 import { ConfigError } from '../errors.ts';
 import { alertsEnv, apiEnv, commonEnv, connectorEnv, kafkaEnv, verifierEnv, z } from './schema.ts';
+import { tlsProblems } from './tls.ts';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -80,7 +81,7 @@ export interface ApiOnlyConfig extends CommonConfig {
   cursorParam: string;
 }
 
-type Problem = { variable: string; message: string };
+export type Problem = { variable: string; message: string };
 
 /**
  * The variables of `keys` that are set. Empty strings count as unset, as shells and Helm
@@ -226,7 +227,8 @@ function load<S extends z.ZodRawShape, T>(
     problems.push(...err.problems);
   }
   // Only the rules of this command's variables: the sandbox reads LOG_LEVEL alone.
-  const own = crossCheck(env).filter((p) => p.variable in shape);
+  const rules = [...crossCheck(env), ...('API_BASE_URL' in shape ? tlsProblems(env) : [])];
+  const own = rules.filter((p) => p.variable in shape);
   problems.push(...own, ...topicClashes(env, shape, distinctTopics));
   if (parsed === undefined || problems.length > 0) throw new ConfigError(problems);
   return freeze(build(parsed));

@@ -73,7 +73,11 @@ const saslMechanism = z.enum(['plain', 'scram-sha-256', 'scram-sha-512'], {
 /** Variables of the upstream HTTP service. */
 export const apiEnv = {
   API_BASE_URL: httpUrl,
-  API_KEY: text,
+  // Sent as the x-api-key header; the interface gives keys no format, so any header-safe token.
+  API_KEY: text.regex(
+    /^[\x21-\x7e]+$/,
+    'must be printable ASCII without spaces (it is an HTTP header value)',
+  ),
   API_TLS_CERT: text.optional(),
   API_TLS_KEY: text.optional(),
   API_TLS_CA: text.optional(),

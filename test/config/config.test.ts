@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { rm } from 'node:fs/promises';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import {
   loadApiConfig,
   loadConnectorConfig,
@@ -7,6 +8,7 @@ import {
   loadVerifierConfig,
 } from '../../src/config/index.ts';
 import { ConfigError } from '../../src/errors.ts';
+import { writeTlsFiles } from './tls-files.ts';
 
 const minimal = {
   API_BASE_URL: 'https://psp.example/api/',
@@ -100,19 +102,21 @@ describe('configuration', () => {
     }
   });
 
-  it('reads broker security and mutual TLS settings', () => {
+  it('reads broker security and mutual TLS settings', async () => {
+    const tls = await writeTlsFiles();
+    onTestFinished(() => rm(tls.dir, { recursive: true, force: true }));
     const config = loadVerifierConfig({
       ...minimal,
       KAFKA_SSL: 'true',
       KAFKA_SASL_MECHANISM: 'scram-sha-512',
       KAFKA_SASL_USERNAME: 'svc',
       KAFKA_SASL_PASSWORD: 'pw',
-      API_TLS_CERT: '/certs/tls.crt',
-      API_TLS_KEY: '/certs/tls.key',
+      API_TLS_CERT: tls.cert,
+      API_TLS_KEY: tls.key,
     });
     expect(config.kafka.ssl).toBe(true);
     expect(config.kafka.sasl).toEqual({ mechanism: 'scram-sha-512', username: 'svc', password: 'pw' });
-    expect(config.api.tls).toEqual({ certFile: '/certs/tls.crt', keyFile: '/certs/tls.key' });
+    expect(config.api.tls).toEqual({ certFile: tls.cert, keyFile: tls.key });
     expect(config.verifier.replyTopicsAllowed.test('vop.verification.replies.team-a')).toBe(true);
     expect(config.verifier.replyTopicsAllowed.test('payments.replies')).toBe(false);
   });

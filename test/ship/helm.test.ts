@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { loadConnectorConfig, loadVerifierConfig } from '../../src/config/index.ts';
 import {
   alertsEnv,
@@ -12,6 +13,7 @@ import {
   verifierEnv,
 } from '../../src/config/schema.ts';
 import { parseInstant } from '../../src/instant.ts';
+import { writeTlsFiles } from '../config/tls-files.ts';
 import {
   chartDir,
   ciValues,
@@ -147,19 +149,31 @@ describe('helm chart', { timeout: 60_000 }, () => {
     }
   });
 
-  it('gives each pod an environment that the configuration loaders accept as it is', () => {
+  it('gives each pod an environment that the configuration loaders accept as it is', async () => {
+    const files = await writeTlsFiles();
+    onTestFinished(() => rm(files.dir, { recursive: true, force: true }));
+    // The loaders read the mutual-TLS files, which the pods find in the mounted Secret: here, local ones.
+    const mountedAs: Record<string, string> = {
+      '/etc/fraudlink/api-tls/tls.crt': files.cert,
+      '/etc/fraudlink/api-tls/tls.key': files.key,
+      '/etc/fraudlink/api-tls/ca.crt': files.cert,
+    };
+    const local = (env: Record<string, string>) =>
+      Object.fromEntries(Object.entries(env).map(([k, v]) => [k, mountedAs[v] ?? v]));
     for (const { objects } of [minimal, full]) {
-      expect(loadConnectorConfig(podEnv(objects, '-connector')).connector.name).toBe('fraudlink-alerts');
-      expect(loadVerifierConfig(podEnv(objects, '-verifier')).verifier.replyTopicsAllowed.source).toBe(
+      expect(loadConnectorConfig(local(podEnv(objects, '-connector'))).connector.name).toBe(
+        'fraudlink-alerts',
+      );
+      expect(loadVerifierConfig(local(podEnv(objects, '-verifier'))).verifier.replyTopicsAllowed.source).toBe(
         '^vop\\.verification\\.replies\\..*',
       );
     }
-    const tls = loadConnectorConfig(podEnv(full.objects, '-connector'));
-    expect(tls.api.tls).toEqual({
-      certFile: '/etc/fraudlink/api-tls/tls.crt',
-      keyFile: '/etc/fraudlink/api-tls/tls.key',
-      caFile: '/etc/fraudlink/api-tls/ca.crt',
+    expect(podEnv(full.objects, '-connector')).toMatchObject({
+      API_TLS_CERT: '/etc/fraudlink/api-tls/tls.crt',
+      API_TLS_KEY: '/etc/fraudlink/api-tls/tls.key',
+      API_TLS_CA: '/etc/fraudlink/api-tls/ca.crt',
     });
+    const tls = loadConnectorConfig(local(podEnv(full.objects, '-connector')));
     expect(tls.kafka.sasl).toEqual({
       mechanism: 'scram-sha-512',
       username: 'fraudlink',
