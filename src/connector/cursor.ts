@@ -23,6 +23,12 @@ export interface CursorRecord {
   rowsAtMark?: string[];
   /** Fingerprints of rows sent to the DLQ at the high-water mark. */
   rejectedAtMark: string[];
+  /**
+   * Fingerprints of rows sent to the DLQ without a readable `updatedAt` after the last row at the
+   * mark: in feed order they sit at the mark or later, up to the next row with a readable time, so
+   * they move with the mark to that row's time. Absent from records written before this field.
+   */
+  rejectedAfterMark?: string[];
   counters: { published: number; rejected: number; deduplicated: number; pages: number };
   exportStart: string;
   writtenAt: string;
@@ -37,6 +43,7 @@ const recordSchema = z.object({
   eventIdsAtMark: z.array(z.string()),
   rowsAtMark: z.array(z.string()).optional(),
   rejectedAtMark: z.array(z.string()),
+  rejectedAfterMark: z.array(z.string()).optional(),
   counters: z.object({
     published: z.number().int(),
     rejected: z.number().int(),
@@ -79,12 +86,14 @@ export class CursorTracker {
   /** Row fingerprints at the mark, and the event ids of a record written before them (never both). */
   #rows: Set<string>;
   #rejected: Set<string>;
+  #rejectedAfterMark: Set<string>;
 
   constructor(record: CursorRecord) {
     this.#record = structuredClone(record);
     this.#eventIds = new Set(record.eventIdsAtMark);
     this.#rows = new Set(record.rowsAtMark ?? record.eventIdsAtMark);
     this.#rejected = new Set(record.rejectedAtMark);
+    this.#rejectedAfterMark = new Set(record.rejectedAfterMark);
   }
 
   static initial(connector: string, exportStart: 'earliest' | Date): CursorTracker {
@@ -97,6 +106,7 @@ export class CursorTracker {
       eventIdsAtMark: [],
       rowsAtMark: [],
       rejectedAtMark: [],
+      rejectedAfterMark: [],
       counters: { published: 0, rejected: 0, deduplicated: 0, pages: 0 },
       exportStart: exportStart === 'earliest' ? 'earliest' : exportStart.toISOString(),
       writtenAt: new Date(0).toISOString(),
@@ -134,13 +144,23 @@ export class CursorTracker {
     return mark !== null && position === mark - 1;
   }
 
-  #moveMark(position: number | null): void {
+  /**
+   * A row with a readable time: a later one moves the mark, and the rows of the old mark are
+   * forgotten (resuming below the new mark never serves them again). The rejected rows without a
+   * readable time served since the last row at the mark sit between the two rows in feed order, so
+   * possibly at this row's time: they are kept at the mark it sets, or at the mark it is at.
+   */
+  #moveMark(position: number): void {
     const mark = this.#record.highWaterMark;
-    if (position === null || (mark !== null && position <= mark)) return;
-    this.#record.highWaterMark = position;
-    this.#eventIds.clear();
-    this.#rows.clear();
-    this.#rejected.clear();
+    if (mark !== null && position < mark) return;
+    if (mark === null || position > mark) {
+      this.#record.highWaterMark = position;
+      this.#eventIds.clear();
+      this.#rows.clear();
+      this.#rejected.clear();
+    }
+    for (const fingerprint of this.#rejectedAfterMark) this.#rejected.add(fingerprint);
+    this.#rejectedAfterMark.clear();
   }
 
   /**
@@ -169,21 +189,28 @@ export class CursorTracker {
 
   /**
    * Same for a row bound for the DLQ. A row without a readable `updatedAt` sits, in feed order, at the
-   * current mark, so it is remembered there.
+   * mark or after it, up to the next row with a readable time: it is remembered until the mark has
+   * moved past that row's time (SPEC §4: a bad row served again is not rejected twice).
    */
   admitRejected(updatedAt: number | null, fingerprint: string): boolean {
-    if (updatedAt !== null && this.#justBelowMark(updatedAt)) {
-      this.#record.counters.deduplicated++;
-      return false;
-    }
-    this.#moveMark(updatedAt);
-    const atMark = updatedAt === null || updatedAt === this.#record.highWaterMark;
-    if (atMark) {
-      if (this.#rejected.has(fingerprint)) {
+    if (updatedAt === null) {
+      if (this.#rejected.has(fingerprint) || this.#rejectedAfterMark.has(fingerprint)) {
         this.#record.counters.deduplicated++;
         return false;
       }
-      this.#rejected.add(fingerprint);
+      this.#rejectedAfterMark.add(fingerprint);
+    } else if (this.#justBelowMark(updatedAt)) {
+      this.#record.counters.deduplicated++;
+      return false;
+    } else {
+      this.#moveMark(updatedAt);
+      if (updatedAt === this.#record.highWaterMark) {
+        if (this.#rejected.has(fingerprint)) {
+          this.#record.counters.deduplicated++;
+          return false;
+        }
+        this.#rejected.add(fingerprint);
+      }
     }
     this.#record.counters.rejected++;
     return true;
@@ -204,6 +231,7 @@ export class CursorTracker {
       eventIdsAtMark: [...this.#eventIds],
       rowsAtMark: [...this.#rows],
       rejectedAtMark: [...this.#rejected],
+      rejectedAfterMark: [...this.#rejectedAfterMark],
       writtenAt: new Date(now).toISOString(),
     };
   }

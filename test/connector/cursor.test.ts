@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CursorTracker, parseCursorRecord, serializeCursorRecord } from '../../src/connector/cursor.ts';
-import { mapRow, rowFingerprintOf } from '../../src/connector/rows.ts';
+import { fingerprintOf, mapRow, rowFingerprintOf } from '../../src/connector/rows.ts';
 import { DecodeError } from '../../src/errors.ts';
 import { parseInstant } from '../../src/instant.ts';
 
@@ -102,6 +102,59 @@ describe('CursorTracker', () => {
     expect(tracker.admitEvent(2000, 'a', 'a')).toBe(false);
     expect(tracker.admitRejected(null, 'fp1')).toBe(false);
     expect(tracker.admitRejected(2000, 'fp2')).toBe(false);
+  });
+
+  it('rejects a bad row without a readable updatedAt once, when a later row moved the mark to its real time', () => {
+    const T1 = Date.parse('2026-05-01T10:00:00.000Z');
+    const good = {
+      id: 'A',
+      iban: 'DE89370400440532013000',
+      bic: null,
+      qualification: 'PENDING',
+      reportsCount: 1,
+    };
+    const good1 = { ...good, updatedAt: new Date(T1).toISOString(), isActive: true };
+    // Its real time is T1 + 5 ms, as the feed's order and a read from T1 + 4 ms show.
+    const bad = { ...good, id: 'BAD', updatedAt: 'yesterday', isActive: true };
+    const good2 = { ...good1, id: 'B', updatedAt: new Date(T1 + 5).toISOString() };
+    /** Admits one page; returns the ids handed on (events and DLQ). */
+    const page = (tracker: CursorTracker, rows: unknown[], next: string | null): string[] => {
+      const out: string[] = [];
+      for (const row of rows) {
+        const m = mapRow(row, 0);
+        const fresh = m.ok
+          ? tracker.admitEvent(m.event.updatedAt, m.event.eventId, rowFingerprintOf(m.event))
+          : tracker.admitRejected(m.updatedAt, fingerprintOf(JSON.stringify(row)));
+        if (fresh) out.push(m.ok ? m.event.alertId : `dlq:${m.id}`);
+      }
+      tracker.pageDone(next);
+      return out;
+    };
+    const restart = (t: CursorTracker) =>
+      new CursorTracker(parseCursorRecord(serializeCursorRecord(t.snapshot())));
+
+    const tracker = CursorTracker.initial('c', 'earliest');
+    expect(page(tracker, [good1, bad, good2], null)).toEqual(['A', 'dlq:BAD', 'B']);
+    expect(tracker.nextRequest()).toEqual({ updatedAfter: new Date(T1 + 4).toISOString() });
+    expect(page(tracker, [bad, good2], null)).toEqual([]);
+    expect(page(restart(tracker), [bad, good2], null)).toEqual([]);
+
+    // The same feed over two pages, with a restart between them (the cursor record carries it).
+    const paged = CursorTracker.initial('c', 'earliest');
+    expect(page(paged, [good1, bad], 'p2')).toEqual(['A', 'dlq:BAD']);
+    const resumed = restart(paged);
+    expect(page(resumed, [good2], null)).toEqual(['B']);
+    expect(page(restart(resumed), [bad, good2], null)).toEqual([]);
+  });
+
+  it('reads a cursor record written before rejectedAfterMark', () => {
+    const tracker = CursorTracker.initial('c', 'earliest');
+    tracker.admitRejected(2000, 'fp-a');
+    const { rejectedAfterMark, ...older } = tracker.snapshot();
+    expect(rejectedAfterMark).toEqual([]);
+    const upgraded = new CursorTracker(parseCursorRecord(Buffer.from(JSON.stringify(older))));
+    expect(upgraded.admitRejected(2000, 'fp-a')).toBe(false);
+    expect(upgraded.admitRejected(null, 'fp-b')).toBe(true);
   });
 
   it('does not publish again rows with sub-millisecond updatedAt served again just below the mark', () => {
