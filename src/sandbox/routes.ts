@@ -1,16 +1,17 @@
+import { parseInstant } from '../instant.ts';
 import { alertIndexOf } from './alerts.ts';
 import { fullAlertOf } from './details.ts';
 import { decodeCursor, encodeCursor } from './feed.ts';
 import { json, problem, type Reply } from './reply.ts';
 import type { World } from './world.ts';
 
-const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})$/i;
-
-/** `updatedAfter`: an ISO-8601 instant with its zone, or epoch milliseconds. */
+/**
+ * `updatedAfter`: an ISO-8601 instant with its zone, read as strictly as the connector reads rows
+ * (`2026-02-30T00:00:00Z` is no date, not 2 March), or epoch milliseconds.
+ */
 function parseUpdatedAfter(text: string): number | undefined {
   if (/^\d{1,15}$/.test(text)) return Number(text);
-  const ms = INSTANT.test(text) ? Date.parse(text) : Number.NaN;
-  return Number.isNaN(ms) ? undefined : ms;
+  return parseInstant(text) ?? undefined;
 }
 
 /**

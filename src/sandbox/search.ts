@@ -1,3 +1,4 @@
+import { parseInstant } from '../instant.ts';
 import { QUALIFICATIONS } from './alerts.ts';
 import type { Institution } from './data.ts';
 import { reportsOf, summaryOf } from './details.ts';
@@ -16,14 +17,6 @@ interface Filters {
   author?: number;
   page: number;
   pageSize: number;
-}
-
-const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})$/i;
-
-function parseInstant(value: unknown): number | undefined {
-  if (typeof value !== 'string' || !INSTANT.test(value)) return undefined;
-  const ms = Date.parse(value);
-  return Number.isNaN(ms) ? undefined : ms;
 }
 
 /** Reads the filters of a search body, or answers the message of the first bad one. */
@@ -52,8 +45,9 @@ export function parseFilters(body: unknown, sent: boolean, world: World): Filter
   }
   for (const k of ['updatedFrom', 'updatedTo'] as const) {
     if (b[k] === undefined) continue;
-    const at = parseInstant(b[k]);
-    if (at === undefined) return `${k} must be an ISO-8601 instant, e.g. 2026-11-22T09:30:00.000Z`;
+    // Strict: a date that does not exist (February 30) is refused, not rolled over into March.
+    const at = typeof b[k] === 'string' ? parseInstant(b[k]) : null;
+    if (at === null) return `${k} must be an ISO-8601 instant, e.g. 2026-11-22T09:30:00.000Z`;
     filters[k] = at;
   }
   for (const [k, max] of [

@@ -179,12 +179,26 @@ describe('export feed', () => {
     );
   });
 
+  it('answers 400 INVALID_UPDATED_AFTER for February 30 instead of reading it as 2 March', async () => {
+    const sandbox = await startSandbox({ alerts: 5 });
+    const answer = await call(sandbox.url, exportPath({ updatedAfter: '2026-02-30T00:00:00Z' }), {
+      key: 'sandbox-key',
+    });
+    expect(answer).toEqual(
+      expect.objectContaining({
+        status: 400,
+        body: { code: 'INVALID_UPDATED_AFTER', message: expect.any(String) },
+      }),
+    );
+  });
+
   it('answers 400 with a JSON error for a cursor it never issued and for an updatedAfter that is not an instant', async () => {
     const sandbox = await startSandbox({ alerts: 5 });
     for (const from of [
       { cursor: 'bm9wZQ' },
       { updatedAfter: 'yesterday' },
       { updatedAfter: '2026-11-22' },
+      { updatedAfter: '2026-11-22T24:00:00Z' },
     ]) {
       const answer = await call(sandbox.url, exportPath(from), { key: 'sandbox-key' });
       expect(answer.status).toBe(400);

@@ -103,6 +103,11 @@ describe('bad search bodies', () => {
     ['bic on the received search', 'received', { bic: 'ABCDDE2XXXX' }],
     ['an unknown qualification', 'sent', { qualification: 'MAYBE' }],
     ['a date that is not an instant', 'sent', { updatedFrom: 'last week' }],
+    [
+      'a date that does not exist (February 30, not 2 March)',
+      'received',
+      { updatedTo: '2026-02-30T00:00:00Z' },
+    ],
     ['a page size beyond 500', 'sent', { pageSize: 501 }],
     ['a page of 0', 'received', { page: 0 }],
     ['an IBAN that is not a string', 'received', { iban: 42 }],
