@@ -9,8 +9,9 @@ import { installStableOffsetFetch, installTransactionV2 } from './transaction-v2
  * its modules load (kafkajs has had no release since 2023): one fix to what read_committed consumers
  * see, seven to the producer's hot path, one to the consumer's and one to every connection's timers;
  * Kafka's transaction protocol v2 (11), its error codes since kafkajs (12), a hook before a
- * consumer joins its group (13) and stable committed offsets (14). The producer fixes leave the bytes on the wire unchanged
- * (test/kafka/kafkajs-fixes.test.ts compares them with the original code's).
+ * consumer joins its group (13) and stable committed offsets (14). The producer fixes leave the
+ * bytes on the wire unchanged (test/kafka/kafkajs-fixes.test.ts compares them with the original
+ * code's).
  *
  * 1. Aborted records of interleaved transactions. kafkajs's `filterAbortedMessages` switches on at
  * most ONE aborted transaction per message: when a fetch starts after the first offsets of two
@@ -715,9 +716,6 @@ interface RequestQueueInstance {
 }
 
 /** kafkajs's own wait before it checks again for a request that waits for an in-flight slot. */
-export const errorModulePath = require.resolve('kafkajs/src/protocol/error.js');
-const consumerGroupModulePath = require.resolve('kafkajs/src/consumer/consumerGroup.js');
-const roundRobinModulePath = require.resolve('kafkajs/src/consumer/assigners/roundRobinAssigner/index.js');
 const CHECK_PENDING_REQUESTS_INTERVAL_MS = 10;
 
 /** 11. Kafka's transaction protocol v2 (transaction-v2.ts): kafkajs's eosManager swapped for ours. */
@@ -751,6 +749,10 @@ function installRequestQueueWithoutLoop(): void {
     );
   };
 }
+
+export const errorModulePath = require.resolve('kafkajs/src/protocol/error.js');
+const consumerGroupModulePath = require.resolve('kafkajs/src/consumer/consumerGroup.js');
+const roundRobinModulePath = require.resolve('kafkajs/src/consumer/assigners/roundRobinAssigner/index.js');
 
 /** 12. kafkajs looks codes up in its exported `errorCodes` array at each error; ours appended once. */
 function installErrorCodes(): void {
