@@ -62,10 +62,10 @@ if (import.meta.main) {
 }
 
 /**
- * Ends the process with `code`. A failed command exits at once (after stdout drains): a Kafka client
- * or timer left behind by the failure must not keep a half-stopped component alive.
+ * Ends the process with `code`, at once (after stdout drains): a Kafka client or timer left behind by
+ * a failure, or by a start-up that a SIGTERM cut short, must not keep a half-stopped component alive.
  */
 export function exitWith(code: number): void {
   process.exitCode = code;
-  if (code !== 0) process.stdout.write('', () => process.exit(code));
+  process.stdout.write('', () => process.exit(code));
 }

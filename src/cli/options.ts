@@ -1,5 +1,7 @@
 import { InvalidArgumentError } from 'commander';
+import { AbortedError } from '../errors.ts';
 import { parseInstant } from '../instant.ts';
+import type { Logger } from '../logger.ts';
 
 /** Commander argument parsers that name what was wrong. */
 export function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
@@ -32,42 +34,109 @@ export function instant(value: string): string {
   return new Date(ms).toISOString();
 }
 
-/** Resolves when SIGTERM or SIGINT arrives; the listeners are removed afterwards. */
-export function untilSignal(): Promise<NodeJS.Signals> {
+/**
+ * Resolves when SIGTERM or SIGINT arrives; the listeners are removed afterwards, or when `cancel`
+ * aborts (the promise then never settles).
+ */
+export function untilSignal(cancel?: AbortSignal): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
-    const on = (signal: NodeJS.Signals) => {
+    const off = () => {
       process.off('SIGTERM', on);
       process.off('SIGINT', on);
+      cancel?.removeEventListener('abort', off);
+    };
+    const on = (signal: NodeJS.Signals) => {
+      off();
       resolve(signal);
     };
     process.on('SIGTERM', on);
     process.on('SIGINT', on);
+    cancel?.addEventListener('abort', off, { once: true });
   });
 }
+
+interface Running {
+  done: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * How long a stop requested during start-up waits for start() to end. startConnector and
+ * startVerifier do not take the abort signal yet, so a start-up retrying an unreachable broker
+ * would run on past the pod's 30 s grace; after this the command returns without it, and the CLI's
+ * exit ends what it left behind. One that ends meanwhile is stopped as usual.
+ */
+export const START_ABORT_GRACE_MS = 5000;
 
 /**
  * Starts a component and runs it until SIGTERM/SIGINT (then stops it) or until it ends by itself; a
  * failure that ends it rejects, so the command exits with that failure's code. The signal handlers
- * are installed before start-up: a signal during a long start-up (a broker not yet reachable) was
- * lost, and as PID 1 in a container, where a signal without a handler is dropped, the process then
- * ran on until SIGKILL. Such a signal now stops the component as soon as it has started.
+ * are installed before start-up: as PID 1 in a container, where a signal without a handler is
+ * dropped, a signal during a long start-up (a broker not yet reachable) was lost and the process ran
+ * on until SIGKILL. Such a signal aborts `start`'s signal, and the command returns (exit 0) once
+ * start-up has ended or START_ABORT_GRACE_MS has passed.
  */
 export async function serveUntilSignal(
-  start: () => Promise<{ done: Promise<void>; stop(): Promise<void> }>,
-  logger: { info(msg: string): void },
+  start: (signal: AbortSignal) => Promise<Running>,
+  logger: Pick<Logger, 'info' | 'warn'>,
   stopping: string,
+  startGraceMs = START_ABORT_GRACE_MS,
 ): Promise<void> {
+  const startUp = new AbortController();
+  const finished = new AbortController();
   let started = false;
-  const signalled = untilSignal().then(() => {
-    if (!started) logger.info('stop requested during start-up: stopping once started');
+  const signalled = untilSignal(finished.signal).then((signal) => {
+    if (!started) {
+      logger.info({ signal }, 'stop requested during start-up: aborting it');
+      startUp.abort(new AbortedError(`${signal} during start-up`));
+    }
     return 'signal' as const;
   });
-  const running = await start();
-  started = true;
-  const outcome = await Promise.race([signalled, running.done.then(() => 'done' as const)]);
-  if (outcome === 'signal') {
-    logger.info(stopping);
-    await running.stop();
+  try {
+    const running = await startedUnlessStopped(start(startUp.signal), startUp.signal, startGraceMs, logger);
+    if (running === undefined) return;
+    started = true;
+    const outcome = await Promise.race([signalled, running.done.then(() => 'done' as const)]);
+    if (outcome === 'signal') {
+      logger.info(stopping);
+      await running.stop();
+    }
+    await running.done;
+  } finally {
+    finished.abort();
   }
-  await running.done;
+}
+
+/** The started component, or undefined when a stop request ended start-up or outlasted its grace. */
+async function startedUnlessStopped(
+  starting: Promise<Running>,
+  stop: AbortSignal,
+  graceMs: number,
+  logger: Pick<Logger, 'info' | 'warn'>,
+): Promise<Running | undefined> {
+  const stopped = Promise.withResolvers<undefined>();
+  let timer: NodeJS.Timeout | undefined;
+  const onStop = () => {
+    timer = setTimeout(() => {
+      logger.warn({ graceMs }, 'start-up did not end after the stop request: exiting without it');
+      // Whatever start-up still does is stopped should it finish; the CLI's exit usually comes first.
+      starting.then((late) => late.stop()).catch(() => {});
+      stopped.resolve(undefined);
+    }, graceMs);
+  };
+  if (stop.aborted) onStop();
+  else stop.addEventListener('abort', onStop, { once: true });
+  try {
+    return await Promise.race([
+      starting.catch((err: unknown) => {
+        if (!stop.aborted) throw err;
+        logger.info({ err }, 'start-up ended by the stop request');
+        return undefined;
+      }),
+      stopped.promise,
+    ]);
+  } finally {
+    stop.removeEventListener('abort', onStop);
+    clearTimeout(timer);
+  }
 }

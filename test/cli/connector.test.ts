@@ -1,5 +1,7 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
+import { START_ABORT_GRACE_MS } from '../../src/cli/options.ts';
 
 /** `fraudlink connector ...` as a child process with an empty environment. */
 function fraudlink(args: string[]): Promise<{ code: number; stderr: string }> {
@@ -25,5 +27,38 @@ describe('fraudlink connector reset', { timeout: 30_000 }, () => {
     expect(run.stderr).toContain(`option '--updated-after <instant>' argument '${value}' is invalid`);
     // Refused while the arguments are read, before the configuration or Kafka is looked at.
     expect(run.stderr).not.toContain('CONFIG_INVALID');
+  });
+});
+
+describe('fraudlink connector run', () => {
+  it('exits 0 soon after a SIGTERM during a start-up that cannot reach the broker (it retried on, then exit 1)', {
+    timeout: START_ABORT_GRACE_MS + 15_000,
+  }, async () => {
+    const env = {
+      PATH: process.env.PATH ?? '',
+      API_BASE_URL: 'http://127.0.0.1:1/api',
+      API_KEY: 'k',
+      KAFKA_BROKERS: '127.0.0.1:1',
+      SCHEMA_REGISTRY_URL: 'http://127.0.0.1:1',
+      HTTP_PORT: '0',
+    };
+    const child = spawn(process.execPath, ['src/cli/main.ts', 'connector'], {
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    const exited = once(child, 'exit');
+    let stderr = '';
+    await new Promise<void>((resolve) => {
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString();
+        if (stderr.includes('Connection error')) resolve();
+      });
+    });
+    const signalledAt = performance.now();
+    child.kill('SIGTERM');
+    const [code] = await exited;
+    expect(code).toBe(0);
+    expect(performance.now() - signalledAt).toBeLessThan(START_ABORT_GRACE_MS + 5000);
+    expect(stderr).toContain('start-up did not end after the stop request');
   });
 });

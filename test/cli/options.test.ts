@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from 'commander';
-import { describe, expect, it } from 'vitest';
-import { instant } from '../../src/cli/options.ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { instant, serveUntilSignal } from '../../src/cli/options.ts';
+import { AbortedError } from '../../src/errors.ts';
 
 describe('instant option', () => {
   it('normalises an ISO-8601 instant with its zone to UTC milliseconds', () => {
@@ -18,5 +19,72 @@ describe('instant option', () => {
   ])('refuses %s', (_what, value) => {
     expect(() => instant(value)).toThrow(InvalidArgumentError);
     expect(() => instant(value)).toThrow(`"${value}" is not a valid ISO-8601 instant`);
+  });
+});
+
+describe('serveUntilSignal', () => {
+  const logger = { info: vi.fn(), warn: vi.fn() };
+  afterEach(() => {
+    vi.useRealTimers();
+    expect(process.listenerCount('SIGTERM')).toBe(0);
+    expect(process.listenerCount('SIGINT')).toBe(0);
+  });
+
+  /** A component whose done settles when stopped. */
+  function component() {
+    const done = Promise.withResolvers<void>();
+    return { done: done.promise, stop: vi.fn(async () => done.resolve()) };
+  }
+
+  it('aborts start-up on SIGTERM and returns at once when start() honours the abort (it waited, then exit 1)', async () => {
+    const starting = Promise.withResolvers<AbortSignal>();
+    const serving = serveUntilSignal(
+      (signal) => {
+        starting.resolve(signal);
+        return new Promise((_resolve, reject) =>
+          signal.addEventListener('abort', () => reject(signal.reason)),
+        );
+      },
+      logger,
+      'stopping',
+      600_000,
+    );
+    const signal = await starting.promise;
+    process.emit('SIGTERM');
+    await expect(serving).resolves.toBeUndefined();
+    expect(signal.reason).toBeInstanceOf(AbortedError);
+  });
+
+  it('gives a start() that ignores the abort a bounded grace, then returns, and stops it if it starts later', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const starting = Promise.withResolvers<ReturnType<typeof component>>();
+    let settled = false;
+    const serving = serveUntilSignal(() => starting.promise, logger, 'stopping', 5000).finally(() => {
+      settled = true;
+    });
+    process.emit('SIGTERM');
+    await vi.advanceTimersByTimeAsync(4999);
+    expect(settled).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await serving;
+    const late = component();
+    starting.resolve(late);
+    await late.done;
+    expect(late.stop).toHaveBeenCalledOnce();
+  });
+
+  it('stops as usual a component whose start-up ends within the grace', async () => {
+    const starting = Promise.withResolvers<ReturnType<typeof component>>();
+    const serving = serveUntilSignal(() => starting.promise, logger, 'stopping', 600_000);
+    process.emit('SIGINT');
+    const running = component();
+    starting.resolve(running);
+    await serving;
+    expect(running.stop).toHaveBeenCalledOnce();
+  });
+
+  it('rejects with a start-up failure no stop request caused', async () => {
+    const failure = new Error('credentials refused');
+    await expect(serveUntilSignal(() => Promise.reject(failure), logger, 'stopping')).rejects.toBe(failure);
   });
 });
