@@ -84,7 +84,7 @@ export async function startConnector(config: ConnectorConfig, logger: Logger): P
     txMaxRows: config.connector.txMaxRows,
     txMaxMs: config.connector.txMaxMs,
     pages,
-    openSession: () => openKafkaSession({ kafka, config, logger: log }),
+    openSession: (signal) => openKafkaSession({ kafka, config, logger: log, signal }),
     metrics,
     logger: log,
   });

@@ -47,10 +47,11 @@ export async function readCursorRecord(
   kafka: KafkaClient,
   offsetsTopic: string,
   name: string,
-  logger?: Logger,
+  { logger, signal }: { logger?: Logger; signal?: AbortSignal } = {},
 ): Promise<CursorRecord | null> {
   let last: Buffer | null = null;
   const options: ReadTopicThroughOptions = {
+    ...(signal && { signal }),
     awaitOpenTransactions: {
       timeoutMs: OPEN_TRANSACTIONS_WAIT_MS,
       onWaiting: (ends) =>
@@ -75,6 +76,8 @@ export interface SessionDeps {
   kafka: KafkaClient;
   config: Pick<ConnectorConfig, 'topics' | 'connector'>;
   logger: Logger;
+  /** Ends the cursor read (AbortedError): SIGTERM while Kafka is away or a transaction is waited out. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -93,7 +96,10 @@ export async function openKafkaSession(deps: SessionDeps): Promise<PublishSessio
   });
   let cursor: CursorRecord | null;
   try {
-    cursor = await readCursorRecord(deps.kafka, topics.offsetsTopic, connector.name, deps.logger);
+    cursor = await readCursorRecord(deps.kafka, topics.offsetsTopic, connector.name, {
+      logger: deps.logger,
+      ...(deps.signal && { signal: deps.signal }),
+    });
   } catch (err) {
     await producer.close().catch(() => {});
     throw err;

@@ -228,10 +228,16 @@ export async function readTopic(
   });
   const onAbort = () => (follow ? stop.resolve() : fail(aborted()));
   signal?.addEventListener('abort', onAbort, { once: true });
+  if (signal?.aborted) onAbort();
+  // While the broker is away kafkajs retries connecting and joining for minutes: an abort (SIGTERM)
+  // ends the read at once rather than after them. A step's later failure is handled by the race.
+  const stopped = Symbol('stopped');
+  const unlessStopped = (step: Promise<unknown>) => Promise.race([step, stop.promise.then(() => stopped)]);
   try {
-    await consumer.connect();
-    await consumer.subscribe({ topics: [topic], fromBeginning: true });
-    await consumer.run({ autoCommit: false, eachBatch });
+    if ((await unlessStopped(consumer.connect())) === stopped) return;
+    if ((await unlessStopped(consumer.subscribe({ topics: [topic], fromBeginning: true }))) === stopped)
+      return;
+    if ((await unlessStopped(consumer.run({ autoCommit: false, eachBatch }))) === stopped) return;
     checkCaughtUp(); // an empty topic, followed
     await stop.promise;
   } catch (err) {

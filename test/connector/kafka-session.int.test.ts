@@ -3,16 +3,24 @@ import { loadConnectorConfig } from '../../src/config/index.ts';
 import type { Batch } from '../../src/connector/connector.ts';
 import { CursorTracker } from '../../src/connector/cursor.ts';
 import { cursorRecordOf, openKafkaSession, transactionalIdOf } from '../../src/connector/kafka-session.ts';
+import { AbortedError } from '../../src/errors.ts';
 import { createLogger, silentLogger } from '../../src/logger.ts';
 import { logCapture } from '../helpers/log.ts';
 import { connectorHarness } from './harness.ts';
 
-/** A batch that carries only the cursor, as after `pages` pages of an empty feed. */
+/** A batch that carries only a cursor record, with `cursor` as the upstream cursor. */
 function cursorOnly(name: string, cursor: string): Batch {
   const tracker = CursorTracker.initial(name, 'earliest');
   tracker.pageDone(cursor);
   return { events: [], rejected: [], cursor: tracker.snapshot() };
 }
+
+/** Resolves once `log` holds a line with the message `msg`. */
+async function logged(log: ReturnType<typeof logCapture>, msg: string): Promise<void> {
+  while (!log.lines.some((l) => l.msg === msg)) await log.next();
+}
+
+const WAITING = 'cursor read waits for transactions still open';
 
 describe('the connector publish session against a real broker', () => {
   it('resumes from its latest cursor while another connector left a transaction open on the shared offsets topic', async () => {
@@ -31,20 +39,32 @@ describe('the connector publish session against a real broker', () => {
     await first.close();
 
     const log = logCapture();
-    const opening = openKafkaSession({
-      kafka: h.kafka,
-      config,
-      logger: createLogger({ destination: log.stream }),
-    });
-    const waiting = (async () => {
-      while (!log.lines.some((l) => l.msg === 'cursor read waits for transactions still open'))
-        await log.next();
-      return 'waiting';
-    })();
+    const logger = createLogger({ destination: log.stream });
+    const opening = openKafkaSession({ kafka: h.kafka, config, logger });
+    const waiting = logged(log, WAITING).then(() => 'waiting');
     expect(await Promise.race([waiting, opening.then(() => 'opened')])).toBe('waiting');
     await open.abort();
     const restarted = await opening;
     onTestFinished(() => restarted.close());
     expect(restarted.cursor?.cursor).toBe('c2');
+  });
+
+  it('stops opening when its signal aborts while the cursor read waits out an open transaction (SIGTERM)', async () => {
+    const h = await connectorHarness({ alerts: 1 });
+    const config = loadConnectorConfig(h.env);
+    const name = `${config.connector.name}-b`;
+    const other = await h.kafka.transactionalProducer({ transactionalId: transactionalIdOf(name) });
+    onTestFinished(() => other.close());
+    const open = await other.begin();
+    onTestFinished(() => open.abort());
+    await open.send([cursorRecordOf(config.topics.offsetsTopic, name, cursorOnly(name, 'b1').cursor)]);
+
+    const log = logCapture();
+    const controller = new AbortController();
+    const logger = createLogger({ destination: log.stream });
+    const opening = openKafkaSession({ kafka: h.kafka, config, logger, signal: controller.signal });
+    await logged(log, WAITING);
+    controller.abort();
+    await expect(opening).rejects.toBeInstanceOf(AbortedError);
   });
 });

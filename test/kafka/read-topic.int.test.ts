@@ -1,7 +1,9 @@
+import { createServer, type Socket } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AbortedError, KafkaError } from '../../src/errors.ts';
 import type { IncomingRecord, KafkaClient } from '../../src/kafka/index.ts';
-import type { ReadTopicThroughOptions } from '../../src/kafka/read-topic.ts';
+import kafkajs from '../../src/kafka/kafkajs.ts';
+import { type ReadTopicThroughOptions, readTopic } from '../../src/kafka/read-topic.ts';
 import { retry } from '../../src/retry.ts';
 import { testClients, testTopics } from '../helpers/kafka.ts';
 import { uniqueName } from '../helpers/stack.ts';
@@ -179,6 +181,33 @@ describe('reading a topic to its end (read_committed)', () => {
     await expect(kafka.readTopic(topic, () => {}, { signal: controller.signal })).rejects.toBeInstanceOf(
       AbortedError,
     );
+  });
+
+  it('ends with AbortedError when aborted while its broker does not answer', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['read-unanswered']);
+    const producer = await producerFor(kafka);
+    await producer.transaction([{ topic, key: 'a', value: Buffer.from('1') }]);
+    // The broker gone between the end offsets and the read: connections open, nothing answers.
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => void sockets.push(socket));
+    const { promise: connected, resolve: onConnection } = Promise.withResolvers<void>();
+    silent.once('connection', () => onConnection());
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    onTestFinished(() => {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    });
+    const { port } = silent.address() as { port: number };
+    const away = new kafkajs.Kafka({ brokers: [`127.0.0.1:${port}`], logLevel: kafkajs.logLevel.NOTHING });
+    const admin = await kafka.admin();
+    onTestFinished(() => admin.close());
+
+    const controller = new AbortController();
+    const reading = readTopic(away, admin, topic, () => {}, { signal: controller.signal });
+    await connected;
+    controller.abort();
+    await expect(reading).rejects.toBeInstanceOf(AbortedError);
   });
 
   it('in follow mode, reports the snapshot, then applies records written later until aborted', async () => {
