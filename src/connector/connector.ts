@@ -61,6 +61,14 @@ export interface Connector {
 
 const swallow = () => {};
 
+/**
+ * Longest time a caught-up connector goes without a transaction: it then commits its unchanged
+ * cursor. A transactional id without transactions for `transactional.id.expiration.ms` (7 days by
+ * default) is forgotten by the broker, and the next AddPartitionsToTxn gets
+ * INVALID_PRODUCER_ID_MAPPING, which reads as being fenced (exit 4).
+ */
+const IDLE_COMMIT_MS = 60 * 60 * 1000;
+
 /** What the connector does on each retry of an export request: count it, show the state, log it. */
 export function retryReporter(metrics: ConnectorMetrics, logger: Logger): (retry: PageRetry) => void {
   return ({ code, delayMs }) => {
@@ -162,6 +170,7 @@ export function createConnector(deps: ConnectorDeps): Connector {
       /** Where the feed would be read from next, as it stands in the cursor: a commit is due when it moves. */
       const positionNow = () => JSON.stringify([tracker.nextRequest(), tracker.highWaterMark]);
       let lastCommittedPosition = positionNow();
+      let lastCommitAt = now(); // the session's InitProducerId counts as a transaction
       let nextPage = fetchPage(tracker.nextRequest());
       /** Commits the open transaction; one at a time, the next page is fetched meanwhile. */
       const commitOpen = async (position: string): Promise<void> => {
@@ -170,6 +179,7 @@ export function createConnector(deps: ConnectorDeps): Connector {
         inflight = commit(session, toCommit).then(progressed);
         inflight.catch(swallow);
         lastCommittedPosition = position;
+        lastCommitAt = now();
         batch = [];
         rejected = [];
         batchStarted = now();
@@ -193,7 +203,8 @@ export function createConnector(deps: ConnectorDeps): Connector {
         const rows = batch.length + rejected.length;
         const position = positionNow();
         const due = rows >= deps.txMaxRows || now() - batchStarted >= deps.txMaxMs || caughtUp;
-        if (due && (rows > 0 || position !== lastCommittedPosition)) await commitOpen(position);
+        const idle = now() - lastCommitAt >= IDLE_COMMIT_MS;
+        if (due && (rows > 0 || position !== lastCommittedPosition || idle)) await commitOpen(position);
         if (caughtUp) {
           if (inflight) await inflight;
           inflight = undefined;

@@ -95,6 +95,7 @@ function connectorFor(
     txMaxMs?: number;
     openSession?: () => Promise<PublishSession>;
     logger?: Logger;
+    now?: () => number;
   } = {},
 ) {
   return createConnector({
@@ -107,6 +108,7 @@ function connectorFor(
     openSession: overrides.openSession ?? (() => kafka.open()),
     metrics: createConnectorMetrics(new Registry()),
     logger: overrides.logger ?? silentLogger(),
+    ...(overrides.now && { now: overrides.now }),
   });
 }
 
@@ -219,6 +221,21 @@ describe('connector loop', () => {
     expect(rejected[0]).toMatchObject({ code: 'ROW_IS_ACTIVE_INVALID', id: 'bad' });
     expect(JSON.parse(rejected[0]?.raw ?? '')).toMatchObject({ id: 'bad', isActive: 'yes' });
     expect(kafka.eventIds()).toEqual(['a1']);
+  });
+
+  it('commits its unchanged cursor once an hour while the feed is idle, before the broker can expire its transactional id', async () => {
+    const feed = new FakeFeed(10);
+    feed.add('a1', 1000);
+    const kafka = new FakeKafka();
+    let clock = 0;
+    const connector = connectorFor(feed, kafka, { now: () => clock });
+    feed.onRequest = (n) => {
+      if (n === 3) clock += 60 * 60 * 1000;
+      if (n === 5) void connector.stop();
+    };
+    await connector.start();
+    expect(kafka.committed.map((b) => b.events.length)).toEqual([1, 0]);
+    expect(kafka.committed[1]?.cursor).toMatchObject({ cursor: null, highWaterMark: 1000 });
   });
 
   it('stops with the upstream error when the credentials are refused', async () => {
