@@ -1,7 +1,5 @@
 import type { ConnectorConfig } from '../config/index.ts';
-import type { KafkaClient, OutgoingRecord, SchemaRegistryClient } from '../kafka/index.ts';
-// Not yet in types.ts' ReadTopicOptions; KafkaClient.readTopic hands options through unchanged.
-import type { ReadTopicThroughOptions } from '../kafka/read-topic.ts';
+import type { KafkaClient, OutgoingRecord, ReadTopicOptions, SchemaRegistryClient } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
 import type { Batch, PublishSession } from './connector.ts';
@@ -50,7 +48,7 @@ export async function readCursorRecord(
   { logger, signal }: { logger?: Logger; signal?: AbortSignal } = {},
 ): Promise<CursorRecord | null> {
   let last: Buffer | null = null;
-  const options: ReadTopicThroughOptions = {
+  const options: ReadTopicOptions = {
     ...(signal && { signal }),
     awaitOpenTransactions: {
       timeoutMs: OPEN_TRANSACTIONS_WAIT_MS,

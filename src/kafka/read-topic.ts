@@ -5,24 +5,9 @@ import { retry } from '../retry.ts';
 import { toKafkaError } from './errors.ts';
 import { createReadProgress, type PartitionEnd } from './read-progress.ts';
 import { toIncoming } from './records.ts';
-import type { IncomingRecord, KafkaAdmin, ReadTopicOptions } from './types.ts';
+import type { AwaitOpenTransactions, IncomingRecord, KafkaAdmin, ReadTopicOptions } from './types.ts';
 
 const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
-
-export interface AwaitOpenTransactions {
-  timeoutMs: number;
-  onWaiting?: (behind: { lso: string; high: string }[]) => void;
-}
-
-/** ReadTopicOptions and one more; KafkaClient.readTopic hands its options through unchanged. */
-export interface ReadTopicThroughOptions extends ReadTopicOptions {
-  /**
-   * Read to the high watermark taken at start rather than to the last stable offset, so that records
-   * committed after a transaction still open at start are read too: waits for every such transaction
-   * to end, at most `timeoutMs` (then fails, retriable). `onWaiting` is called once if it must wait.
-   */
-  awaitOpenTransactions?: AwaitOpenTransactions;
-}
 
 interface OffsetsCluster {
   connect(): Promise<void>;
@@ -123,7 +108,7 @@ export async function readTopic(
   admin: KafkaAdmin,
   topic: string,
   onRecords: (records: IncomingRecord[]) => void | Promise<void>,
-  options: ReadTopicThroughOptions = {},
+  options: ReadTopicOptions = {},
 ): Promise<void> {
   const { signal, follow = false } = options;
   const aborted = () => new AbortedError(`reading ${topic} aborted`);

@@ -161,6 +161,18 @@ export interface ReadTopicOptions {
   /** Called once every partition has reached the end offsets taken at start. */
   onCaughtUp?: () => void;
   onProgress?: (progress: { read: bigint; total: bigint }) => void;
+  /**
+   * Read to each partition's high watermark taken at start rather than to its last stable offset,
+   * so that records committed after a transaction still open at start (another producer's, on a
+   * shared topic) are read too: waits until every such transaction has ended, at most `timeoutMs`
+   * (then fails, retriable). `onWaiting` is called once if it must wait.
+   */
+  awaitOpenTransactions?: AwaitOpenTransactions;
+}
+
+export interface AwaitOpenTransactions {
+  timeoutMs: number;
+  onWaiting?: (behind: { lso: string; high: string }[]) => void;
 }
 
 export interface TransactionalProducerOptions {

@@ -3,7 +3,8 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { AbortedError, KafkaError } from '../../src/errors.ts';
 import type { IncomingRecord, KafkaClient } from '../../src/kafka/index.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
-import { type ReadTopicThroughOptions, readTopic } from '../../src/kafka/read-topic.ts';
+import { readTopic } from '../../src/kafka/read-topic.ts';
+import type { ReadTopicOptions } from '../../src/kafka/types.ts';
 import { retry } from '../../src/retry.ts';
 import { testClients, testTopics } from '../helpers/kafka.ts';
 import { uniqueName } from '../helpers/stack.ts';
@@ -127,7 +128,7 @@ describe('reading a topic to its end (read_committed)', () => {
 
     const { promise: waiting, resolve: onWaiting } = Promise.withResolvers<unknown>();
     const seen: IncomingRecord[] = [];
-    const options: ReadTopicThroughOptions = { awaitOpenTransactions: { timeoutMs: 60_000, onWaiting } };
+    const options: ReadTopicOptions = { awaitOpenTransactions: { timeoutMs: 60_000, onWaiting } };
     const reading = kafka.readTopic(topic, (records) => void seen.push(...records), options);
     expect(await Promise.race([waiting.then(() => 'waiting'), reading.then(() => 'read')])).toBe('waiting');
     await open.abort();
@@ -142,7 +143,7 @@ describe('reading a topic to its end (read_committed)', () => {
     const open = await other.begin();
     await open.send([{ topic, key: 'b', value: Buffer.from('open') }]);
     onTestFinished(() => open.abort());
-    const options: ReadTopicThroughOptions = { awaitOpenTransactions: { timeoutMs: 300 } };
+    const options: ReadTopicOptions = { awaitOpenTransactions: { timeoutMs: 300 } };
     const failure = await kafka.readTopic(topic, () => {}, options).catch((err: unknown) => err);
     expect(failure).toBeInstanceOf(KafkaError);
     expect((failure as KafkaError).retriable).toBe(true);
