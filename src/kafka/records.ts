@@ -26,8 +26,10 @@ const sizeOf = (value: string | Buffer | null | undefined): number =>
 /** About the bytes a record takes in a record batch (at most a few bytes more than it does). */
 export function recordBytes(record: OutgoingRecord): number {
   let bytes = RECORD_OVERHEAD_BYTES + sizeOf(record.key) + sizeOf(record.value);
-  if (record.headers) {
-    for (const [name, value] of Object.entries(record.headers)) bytes += 2 + sizeOf(name) + sizeOf(value);
+  const headers = record.headers;
+  if (headers) {
+    // for...in, not Object.entries: no array per header on the connector's hot path.
+    for (const name in headers) bytes += 2 + sizeOf(name) + sizeOf(headers[name]);
   }
   return bytes;
 }
