@@ -99,8 +99,12 @@ interface Cluster {
 
 const createRetry = require(kafkajsPath('retry/index.js')) as (options?: object) => Retrier;
 const Lock = require(kafkajsPath('utils/lock.js')) as new (options: { timeout: number }) => LockInstance;
-const { KafkaJSNonRetriableError } = require(kafkajsPath('errors.js')) as {
+const { KafkaJSNonRetriableError, KafkaJSConnectionError, KafkaJSRequestTimeoutError } = require(
+  kafkajsPath('errors.js'),
+) as {
   KafkaJSNonRetriableError: new (message: string) => Error;
+  KafkaJSConnectionError: new (message: string) => Error;
+  KafkaJSRequestTimeoutError: new (message: string) => Error;
 };
 const COORDINATOR_TYPES = require(kafkajsPath('protocol/coordinatorTypes.js')) as {
   GROUP: number;
@@ -137,7 +141,9 @@ const COMMIT_RETRIABLE_CODES = [UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_LOAD_IN_
 const STALE_COORDINATOR_CODES = [COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR];
 /** EndTxn answers the Java client retries without a new lookup (its EndTxnHandler). */
 const END_TXN_RETRIABLE_CODES = [COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS];
-const LOST_REQUEST_ERRORS = ['KafkaJSConnectionError', 'KafkaJSRequestTimeoutError'];
+/** A request whose response may be lost: a broken or closed connection (its subclass), a timeout. */
+const lostRequest = (e: unknown) =>
+  e instanceof KafkaJSConnectionError || e instanceof KafkaJSRequestTimeoutError;
 
 export interface EosManagerOptions {
   logger: Logger;
@@ -208,8 +214,8 @@ export function createEosManager({
         if (!transactionV2) return await broker.endTxn({ ...args, transactionResult: committed });
         return await broker.endTxnV5({ ...args, transactionResult: committed });
       } catch (e) {
-        const { code, name, message } = e as ProtocolError;
-        const stale = STALE_COORDINATOR_CODES.includes(code as number) || LOST_REQUEST_ERRORS.includes(name);
+        const { code, message } = e as ProtocolError;
+        const stale = STALE_COORDINATOR_CODES.includes(code as number) || lostRequest(e);
         if (stale || END_TXN_RETRIABLE_CODES.includes(code as number)) {
           // A coordinator that moved, or a connection that broke, is looked up again.
           if (stale) forgetCoordinators();

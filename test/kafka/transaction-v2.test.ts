@@ -337,8 +337,9 @@ describe('EndTxn v5 and TxnOffsetCommit v5', () => {
 const { createErrorFromCode } = require('kafkajs/src/protocol/error.js') as {
   createErrorFromCode(code: number): Error;
 };
-const { KafkaJSRequestTimeoutError } = require('kafkajs/src/errors.js') as {
+const { KafkaJSRequestTimeoutError, KafkaJSConnectionClosedError } = require('kafkajs/src/errors.js') as {
   KafkaJSRequestTimeoutError: new (message: string) => Error;
+  KafkaJSConnectionClosedError: new (message: string) => Error;
 };
 
 /**
@@ -413,7 +414,7 @@ function fakeCluster(v: Versions) {
     },
   };
   const cluster = {
-    retry: { initialRetryTime: 1, retries: 3 },
+    retry: { initialRetryTime: 1, retries: 5 },
     async refreshMetadataIfNecessary() {},
     async findGroupCoordinator() {
       lookups += 1;
@@ -537,12 +538,17 @@ describe('the transaction manager', () => {
       await eos.initProducerId();
       eos.beginTransaction();
       await eos.addPartitionsToTransaction(partitions);
-      faults.endTxn.push(createErrorFromCode(16), createErrorFromCode(14), createErrorFromCode(51));
+      faults.endTxn.push(
+        createErrorFromCode(16),
+        createErrorFromCode(14),
+        createErrorFromCode(51),
+        new KafkaJSConnectionClosedError('Closed connection'), // a broker restarting gracefully
+      );
       const before = lookups();
       await eos.commit();
       const endTxn = level === 2 ? 'EndTxnV5' : 'EndTxn';
-      expect(calls.filter((c) => c.startsWith('EndTxn'))).toEqual(Array(4).fill(`${endTxn} e0 commit`));
-      expect(lookups() - before).toBe(4);
+      expect(calls.filter((c) => c.startsWith('EndTxn'))).toEqual(Array(5).fill(`${endTxn} e0 commit`));
+      expect(lookups() - before).toBe(5);
       expect(eos.getProducerEpoch()).toBe(level === 2 ? 1 : 0);
     }
   });
