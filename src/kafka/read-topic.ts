@@ -46,6 +46,21 @@ async function highWatermarks(kafka: Kafka, topic: string): Promise<Map<number, 
   }
 }
 
+/** `promise`, or an AbortedError once `signal` aborts (the promise then goes on unobserved). */
+async function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  promise.catch(() => {});
+  const { promise: abort, reject } = Promise.withResolvers<never>();
+  const onAbort = () => reject(new AbortedError('aborted'));
+  signal.addEventListener('abort', onAbort, { once: true });
+  if (signal.aborted) onAbort();
+  try {
+    return await Promise.race([promise, abort]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
 /**
  * The ends to read to when records committed after a still-open transaction must be read: each
  * partition's high watermark, once its last stable offset has reached it. There is no event for the
@@ -118,9 +133,14 @@ export async function readTopic(
   }
   let ends: PartitionEnd[];
   try {
-    ends = options.awaitOpenTransactions
-      ? await stableEnds(kafka, admin, topic, options.awaitOpenTransactions, signal)
-      : await admin.topicOffsets(topic);
+    // Raced against the signal: with the broker away, kafkajs's own retries of these lookups run
+    // for tens of seconds, and a SIGTERM must not wait them out.
+    ends = await unlessAborted(
+      options.awaitOpenTransactions
+        ? stableEnds(kafka, admin, topic, options.awaitOpenTransactions, signal)
+        : admin.topicOffsets(topic),
+      signal,
+    );
   } catch (err) {
     if (!signal?.aborted) throw err;
     if (follow) return;
@@ -217,7 +237,21 @@ export async function readTopic(
   // While the broker is away kafkajs retries connecting and joining for minutes: an abort (SIGTERM)
   // ends the read at once rather than after them. A step's later failure is handled by the race.
   const stopped = Symbol('stopped');
-  const unlessStopped = (step: Promise<unknown>) => Promise.race([step, stop.promise.then(() => stopped)]);
+  let ended = false;
+  const unlessStopped = async (step: Promise<unknown>) => {
+    try {
+      return await Promise.race([step, stop.promise.then(() => stopped)]);
+    } finally {
+      // A step that lost the race goes on in kafkajs (connecting, retrying): once it ends, the
+      // consumer is disconnected again, or it would stay connected with nothing to close it.
+      void step
+        .then(
+          () => (ended ? consumer.disconnect() : undefined),
+          () => {},
+        )
+        .catch(() => {});
+    }
+  };
   try {
     if ((await unlessStopped(consumer.connect())) === stopped) return;
     if ((await unlessStopped(consumer.subscribe({ topics: [topic], fromBeginning: true }))) === stopped)
@@ -229,6 +263,7 @@ export async function readTopic(
     if (err === callerFailure || err instanceof FraudlinkError) throw err;
     throw toKafkaError(err, `reading ${topic} failed`);
   } finally {
+    ended = true;
     signal?.removeEventListener('abort', onAbort);
     await consumer.disconnect().catch(() => {});
   }

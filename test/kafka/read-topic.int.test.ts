@@ -1,7 +1,7 @@
 import { createServer, type Socket } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AbortedError, KafkaError } from '../../src/errors.ts';
-import type { IncomingRecord, KafkaClient } from '../../src/kafka/index.ts';
+import type { IncomingRecord, KafkaAdmin, KafkaClient } from '../../src/kafka/index.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
 import type { ReadTopicOptions } from '../../src/kafka/types.ts';
@@ -207,6 +207,23 @@ describe('reading a topic to its end (read_committed)', () => {
     const controller = new AbortController();
     const reading = readTopic(away, admin, topic, () => {}, { signal: controller.signal });
     await connected;
+    controller.abort();
+    await expect(reading).rejects.toBeInstanceOf(AbortedError);
+  });
+
+  it('ends with AbortedError when aborted while its end offsets are still being looked up', async () => {
+    const away = new kafkajs.Kafka({ brokers: ['127.0.0.1:9'], logLevel: kafkajs.logLevel.NOTHING });
+    const asked = Promise.withResolvers<void>();
+    // A lookup that kafkajs's retries keep going while the broker is away: it never settles here.
+    const admin = {
+      topicOffsets: () => {
+        asked.resolve();
+        return new Promise<never>(() => {});
+      },
+    } as unknown as KafkaAdmin;
+    const controller = new AbortController();
+    const reading = readTopic(away, admin, 't', () => {}, { signal: controller.signal });
+    await asked.promise;
     controller.abort();
     await expect(reading).rejects.toBeInstanceOf(AbortedError);
   });
