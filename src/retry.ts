@@ -93,6 +93,30 @@ export async function settledWithin<T>(promise: Promise<T>, ms: number): Promise
   }
 }
 
+/**
+ * `promise`'s value, or AbortedError (`what` aborted) as soon as `signal` aborts. The promise itself
+ * runs on, unobserved: a lookup shared with others, or a client's own retries that cannot be cut.
+ */
+export async function unlessAborted<T>(
+  promise: Promise<T>,
+  signal: AbortSignal | undefined,
+  what: string,
+): Promise<T> {
+  if (!signal) return promise;
+  promise.catch(() => {});
+  let onAbort = () => {};
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(new AbortedError(`${what} aborted`, { cause: signal.reason }));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([promise, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
 /** Sleeps `ms` (at most `MAX_TIMER_MS`), rejecting with AbortedError as soon as `signal` aborts. */
 export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   try {

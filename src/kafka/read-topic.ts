@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EachBatchPayload, Kafka } from 'kafkajs';
 import { AbortedError, FraudlinkError, KafkaError } from '../errors.ts';
-import { retry } from '../retry.ts';
+import { retry, unlessAborted } from '../retry.ts';
 import { toKafkaError } from './errors.ts';
 import { createReadProgress, type PartitionEnd } from './read-progress.ts';
 import { toIncoming } from './records.ts';
@@ -43,21 +43,6 @@ async function highWatermarks(kafka: Kafka, topic: string): Promise<Map<number, 
     throw toKafkaError(err, `fetch high watermarks of ${topic}`);
   } finally {
     await cluster.disconnect().catch(() => {});
-  }
-}
-
-/** `promise`, or an AbortedError once `signal` aborts (the promise then goes on unobserved). */
-async function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  promise.catch(() => {});
-  const { promise: abort, reject } = Promise.withResolvers<never>();
-  const onAbort = () => reject(new AbortedError('aborted'));
-  signal.addEventListener('abort', onAbort, { once: true });
-  if (signal.aborted) onAbort();
-  try {
-    return await Promise.race([promise, abort]);
-  } finally {
-    signal.removeEventListener('abort', onAbort);
   }
 }
 
@@ -140,6 +125,7 @@ export async function readTopic(
         ? stableEnds(kafka, admin, topic, options.awaitOpenTransactions, signal)
         : admin.topicOffsets(topic),
       signal,
+      `reading ${topic}`,
     );
   } catch (err) {
     if (!signal?.aborted) throw err;

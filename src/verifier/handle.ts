@@ -3,6 +3,7 @@ import type { VerifierConfig } from '../config/index.ts';
 import { AbortedError, DecodeError, FraudlinkError } from '../errors.ts';
 import type { Encoder, IncomingRecord, OutgoingRecord, SchemaRegistryClient } from '../kafka/index.ts';
 import { type Logger, maskIban } from '../logger.ts';
+import { unlessAborted } from '../retry.ts';
 import { SchemaNames } from '../schemas.ts';
 import type { VerifierMetrics } from './metrics.ts';
 import { completed, failed, toJson, type VerificationResult } from './reply.ts';
@@ -64,25 +65,6 @@ function requestHeaders(record: IncomingRecord): Record<string, Buffer> {
   return headers;
 }
 
-/**
- * `promise`'s value, or AbortedError as soon as `signal` aborts. The promise itself runs on: the
- * lookups it stands for are shared by every request in flight.
- */
-async function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  let onAbort = () => {};
-  const aborted = new Promise<never>((_resolve, reject) => {
-    onAbort = () => reject(new AbortedError('reply lookup aborted', { cause: signal.reason }));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([promise, aborted]);
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-  }
-}
-
 /** The reply record: routed by `kafka_replyTopic`/`kafka_replyPartition`, in the request's format. */
 async function replyRecord(
   record: IncomingRecord,
@@ -92,7 +74,7 @@ async function replyRecord(
   signal: AbortSignal | undefined,
 ): Promise<OutgoingRecord> {
   const { config, metrics, logger } = deps;
-  const partitionCount = (topic: string) => unlessAborted(deps.partitionCount(topic), signal);
+  const partitionCount = (topic: string) => unlessAborted(deps.partitionCount(topic), signal, 'reply lookup');
   const route = replyRouteOf(record.headers, config.repliesTopic, config.replyTopicsAllowed, [
     config.requestsTopic,
     config.dlqTopic,
@@ -131,7 +113,7 @@ async function replyRecord(
     headers['content-type'] = 'application/json';
     value = toJson(result);
   } else {
-    value = (await unlessAborted(deps.replyEncoder(route.topic), signal)).encode(result);
+    value = (await unlessAborted(deps.replyEncoder(route.topic), signal, 'reply lookup')).encode(result);
   }
   return {
     topic: route.topic,
