@@ -435,12 +435,18 @@ const offsets = {
   topics: [{ topic: 'requests', partitions: [{ partition: 0, offset: '5' }] }],
 };
 
+/** A fake cluster whose manager has begun a transaction and enrolled `partitions` in it. */
+async function enrolled(v: Versions) {
+  const fake = fakeCluster(v);
+  await fake.eos.initProducerId();
+  fake.eos.beginTransaction();
+  await fake.eos.addPartitionsToTransaction(partitions);
+  return fake;
+}
+
 describe('the transaction manager', () => {
   it('on v2 enrols nothing itself and takes the bumped epoch from EndTxn, sequences starting again', async () => {
-    const { eos, calls } = fakeCluster(versions(2));
-    await eos.initProducerId();
-    eos.beginTransaction();
-    await eos.addPartitionsToTransaction(partitions);
+    const { eos, calls } = await enrolled(versions(2));
     eos.updateSequence('replies', 0, 3);
     await eos.sendOffsets(offsets);
     await eos.commit();
@@ -491,10 +497,7 @@ describe('the transaction manager', () => {
 
   it('keeps the protocol a transaction began with when the cluster changes under it', async () => {
     const v = versions(2);
-    const { eos, calls, broker } = fakeCluster(v);
-    await eos.initProducerId();
-    eos.beginTransaction();
-    await eos.addPartitionsToTransaction(partitions);
+    const { eos, calls, broker } = await enrolled(v);
     broker.versions = versions(1); // e.g. a reconnect to a broker of the old protocol
     await eos.sendOffsets(offsets);
     await eos.commit();
@@ -514,10 +517,7 @@ describe('the transaction manager', () => {
   it('keeps a transactional id kept on v1 there, on a cluster of v2, until released', async () => {
     keepTransactionProtocolV1('tx-1');
     try {
-      const { eos, calls } = fakeCluster(versions(2));
-      await eos.initProducerId();
-      eos.beginTransaction();
-      await eos.addPartitionsToTransaction(partitions);
+      const { eos, calls } = await enrolled(versions(2));
       await eos.commit();
       expect(calls).toEqual([
         'InitProducerId',
@@ -534,10 +534,7 @@ describe('the transaction manager', () => {
 
   it('retries EndTxn after a moved or loading coordinator and a transaction still completing, looking up again', async () => {
     for (const level of [1, 2]) {
-      const { eos, calls, faults, lookups } = fakeCluster(versions(level));
-      await eos.initProducerId();
-      eos.beginTransaction();
-      await eos.addPartitionsToTransaction(partitions);
+      const { eos, calls, faults, lookups } = await enrolled(versions(level));
       faults.endTxn.push(
         createErrorFromCode(16),
         createErrorFromCode(14),
@@ -554,10 +551,7 @@ describe('the transaction manager', () => {
   });
 
   it('on v2 retries an EndTxn whose response was lost, and takes the epoch the coordinator bumped once', async () => {
-    const { eos, calls, faults } = fakeCluster(versions(2));
-    await eos.initProducerId();
-    eos.beginTransaction();
-    await eos.addPartitionsToTransaction(partitions);
+    const { eos, calls, faults } = await enrolled(versions(2));
     faults.endTxn.push('lost');
     await eos.commit();
     expect(eos.getProducerEpoch()).toBe(1);
@@ -587,10 +581,7 @@ describe('the transaction manager', () => {
 
   it('does not retry an EndTxn the coordinator refused (fenced, invalid state)', async () => {
     for (const code of [90, 48]) {
-      const { eos, calls, faults } = fakeCluster(versions(2));
-      await eos.initProducerId();
-      eos.beginTransaction();
-      await eos.addPartitionsToTransaction(partitions);
+      const { eos, calls, faults } = await enrolled(versions(2));
       faults.endTxn.push(createErrorFromCode(code));
       await expect(eos.commit()).rejects.toMatchObject({ code });
       expect(calls).toEqual(['InitProducerId', 'EndTxnV5 e0 commit']);
