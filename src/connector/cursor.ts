@@ -159,6 +159,8 @@ export class CursorTracker {
       this.#rows.clear();
       this.#rejected.clear();
     }
+    // Almost always empty: checked first, as this runs for every row (hot path).
+    if (this.#rejectedAfterMark.size === 0) return;
     for (const fingerprint of this.#rejectedAfterMark) this.#rejected.add(fingerprint);
     this.#rejectedAfterMark.clear();
   }
