@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   AbortedError,
   UpstreamRateLimitedError,
@@ -9,6 +9,7 @@ import {
   backoffDelay,
   defaultRetryPolicy,
   MAX_RETRY_AFTER_MS,
+  MAX_TIMER_MS,
   parseRetryAfter,
   retry,
   settledWithin,
@@ -16,6 +17,10 @@ import {
 } from '../src/retry.ts';
 
 const fast = { initialDelayMs: 1, maxDelayMs: 5, jitter: 0 };
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe('retry', () => {
   it('retries a retriable error and returns the first success', async () => {
@@ -120,21 +125,26 @@ describe('backoffDelay', () => {
 
   it("waits out a Retry-After beyond a timer's range (30 days) for an hour, not for 1 ms", async () => {
     const policy = { ...defaultRetryPolicy, jitter: 0 };
-    expect(backoffDelay(1, policy, 2_600_000_000)).toBe(MAX_RETRY_AFTER_MS);
-    expect(MAX_RETRY_AFTER_MS).toBe(3_600_000);
+    expect(backoffDelay(1, policy, 2_600_000_000)).toBe(3_600_000);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'], fakeNodeBuiltins: true });
     const controller = new AbortController();
     let calls = 0;
+    const waiting = Promise.withResolvers<number>();
     const pending = retry(
       async () => {
         calls++;
         throw new UpstreamRateLimitedError('429', { retryAfterMs: 2_600_000_000 });
       },
-      { retries: Infinity, signal: controller.signal },
+      { retries: Infinity, signal: controller.signal, onRetry: ({ delayMs }) => waiting.resolve(delayMs) },
     );
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    pending.catch(() => {});
+    expect(await waiting.promise).toBe(MAX_RETRY_AFTER_MS);
+    await vi.advanceTimersByTimeAsync(MAX_RETRY_AFTER_MS - 1);
+    expect(calls).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls).toBe(2);
     controller.abort();
     await expect(pending).rejects.toBeInstanceOf(AbortedError);
-    expect(calls).toBe(1);
   });
 
   it('spreads delays with jitter within the jittered fraction', () => {
@@ -145,16 +155,19 @@ describe('backoffDelay', () => {
 });
 
 describe('sleep', () => {
-  it('does not wake after 1 ms when asked to sleep longer than a timer can hold', async () => {
-    const controller = new AbortController();
+  it('does not wake after 1 ms when asked to sleep longer than a timer can hold, but after the longest one can', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'], fakeNodeBuiltins: true });
     let woke = false;
-    const pending = sleep(2 ** 32, controller.signal).then(() => {
+    const pending = sleep(2 ** 32).then(() => {
       woke = true;
     });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await vi.advanceTimersByTimeAsync(1);
     expect(woke).toBe(false);
-    controller.abort();
-    await expect(pending).rejects.toBeInstanceOf(AbortedError);
+    await vi.advanceTimersByTimeAsync(MAX_TIMER_MS - 2);
+    expect(woke).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await pending;
+    expect(woke).toBe(true);
   });
 });
 
