@@ -81,7 +81,10 @@ export function wrapAdmin(admin: Admin): KafkaAdmin {
           topic: s.topic,
           numPartitions: s.partitions,
           replicationFactor: s.replicationFactor,
-          configEntries: Object.entries(s.configs).map(([name, value]) => ({ name, value })),
+          configEntries: Object.entries({ ...s.createConfigs, ...s.configs }).map(([name, value]) => ({
+            name,
+            value,
+          })),
         }));
         // Another instance may create the same topics at the same moment: kafkajs answers false
         // instead of throwing when every failure is TOPIC_ALREADY_EXISTS, and such a topic is then
@@ -134,6 +137,25 @@ export function wrapAdmin(admin: Admin): KafkaAdmin {
         admin.fetchOffsets({ groupId, topics: [topic] }),
       );
       return (result[0]?.partitions ?? []).map((p) => ({ partition: p.partition, offset: p.offset }));
+    },
+
+    async maxMessageBytes(topic) {
+      const described = await call(`describe configs of ${topic}`, () =>
+        admin.describeConfigs({
+          includeSynonyms: false,
+          resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['max.message.bytes'] }],
+        }),
+      );
+      const value = described.resources[0]?.configEntries.find(
+        (e) => e.configName === 'max.message.bytes',
+      )?.configValue;
+      const bytes = Number(value);
+      if (!Number.isSafeInteger(bytes) || bytes <= 0) {
+        throw new KafkaError(`topic ${topic} has no readable max.message.bytes (${String(value)})`, {
+          retriable: false,
+        });
+      }
+      return bytes;
     },
 
     async deleteTopics(topics) {

@@ -17,6 +17,8 @@ export function toMessage(record: OutgoingRecord): Message {
  * every row) is ~2 MB. Below the default with room for the batch's own framing.
  */
 export const MAX_SEND_BYTES = 900_000;
+/** A record batch's framing before its records (v2: base offset, length, epoch, magic, CRC...). */
+const BATCH_OVERHEAD_BYTES = 61;
 /** A record's framing beyond its key, value and headers: attributes, deltas and lengths as varints. */
 const RECORD_OVERHEAD_BYTES = 32;
 
@@ -31,6 +33,16 @@ export function recordBytes(record: OutgoingRecord): number {
     // for...in, not Object.entries: no array per header on the connector's hot path.
     for (const name in headers) bytes += 2 + sizeOf(name) + sizeOf(headers[name]);
   }
+  return bytes;
+}
+
+/**
+ * About the bytes of one record batch holding these records (at most a few bytes more), which is
+ * what the broker weighs against the topic's `max.message.bytes`.
+ */
+export function batchBytes(records: readonly OutgoingRecord[]): number {
+  let bytes = BATCH_OVERHEAD_BYTES;
+  for (const record of records) bytes += recordBytes(record);
   return bytes;
 }
 

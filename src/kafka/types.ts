@@ -37,6 +37,8 @@ export interface TopicSpec {
   /** -1 takes the broker's default.replication.factor. */
   replicationFactor: number;
   configs: Record<string, string>;
+  /** Set only when the topic is created here; an existing topic is not checked against them. */
+  createConfigs?: Record<string, string>;
   /** When true, an existing topic with another partition count is refused. */
   exactPartitions?: boolean;
 }
@@ -50,6 +52,8 @@ export interface KafkaAdmin {
    */
   topicOffsets(topic: string): Promise<{ partition: number; low: string; high: string }[]>;
   groupOffsets(groupId: string, topic: string): Promise<{ partition: number; offset: string }[]>;
+  /** The largest record batch the topic accepts: its `max.message.bytes`, or the broker's default. */
+  maxMessageBytes(topic: string): Promise<number>;
   deleteTopics(topics: string[]): Promise<void>;
   close(): Promise<void>;
 }

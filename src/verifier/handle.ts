@@ -1,7 +1,13 @@
 import type { ApiClient } from '../api/index.ts';
 import type { VerifierConfig } from '../config/index.ts';
-import { AbortedError, DecodeError, FraudlinkError } from '../errors.ts';
-import type { Encoder, IncomingRecord, OutgoingRecord, SchemaRegistryClient } from '../kafka/index.ts';
+import { AbortedError, DecodeError, FraudlinkError, KafkaError } from '../errors.ts';
+import {
+  batchBytes,
+  type Encoder,
+  type IncomingRecord,
+  type OutgoingRecord,
+  type SchemaRegistryClient,
+} from '../kafka/index.ts';
 import { type Logger, maskIban } from '../logger.ts';
 import { unlessAborted } from '../retry.ts';
 import { SchemaNames } from '../schemas.ts';
@@ -29,6 +35,12 @@ export interface HandlerDeps {
    * default topic, and a `kafka_replyPartition` the topic does not have is ignored.
    */
   partitionCount(topic: string): Promise<number>;
+  /**
+   * The DLQ topic's `max.message.bytes`. A copy larger than that would fail its whole transaction at
+   * the broker (MESSAGE_TOO_LARGE, final), and every restart after it again: it stops the verifier
+   * instead, with an error that names the request and the setting to raise.
+   */
+  dlqMaxBytes: number;
   metrics: VerifierMetrics;
   logger: Logger;
   now?: () => number;
@@ -148,8 +160,7 @@ export async function handleRequest(
   if (!parsed.ok) {
     // Unreadable, or invalid without an id to answer to: kept in the DLQ rather than dropped (SPEC §7).
     if ('unreadable' in parsed || requestId === null) {
-      metrics.dlq.inc({ code: parsed.code });
-      out.push({
+      const copy: OutgoingRecord = {
         topic: config.dlqTopic,
         key: record.key,
         value: record.value,
@@ -163,7 +174,17 @@ export async function handleRequest(
           'source-partition': String(record.partition),
           'source-offset': record.offset,
         },
-      });
+      };
+      const bytes = batchBytes([copy]);
+      if (bytes > deps.dlqMaxBytes) {
+        throw new KafkaError(
+          `the unreadable request at ${record.topic}/${record.partition} offset ${record.offset} ` +
+            `cannot be copied to the DLQ: ${bytes} bytes with its DLQ headers, over the ` +
+            `max.message.bytes of ${config.dlqTopic} (${deps.dlqMaxBytes}); raise that setting`,
+        );
+      }
+      metrics.dlq.inc({ code: parsed.code });
+      out.push(copy);
     }
     if (requestId !== null)
       result = failed(requestId, 'INVALID_REQUEST', { code: parsed.code, message: parsed.message }, now());

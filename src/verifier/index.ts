@@ -12,6 +12,8 @@ import { createVerifier } from './verifier.ts';
 
 /** How long a reply topic's partition count is trusted before it is read again. */
 const PARTITION_COUNT_TTL_MS = 60_000;
+/** Room in a DLQ record for the headers added to a request (error, source), with ample margin. */
+const DLQ_HEADROOM_BYTES = 16 * 1024;
 
 export {
   createVerificationClient,
@@ -39,8 +41,27 @@ export async function startVerifier(
   await admin.provisionTopics([
     { topic: v.requestsTopic, partitions: v.partitions, replicationFactor: v.replicationFactor, configs: {} },
     { topic: v.repliesTopic, partitions: v.partitions, replicationFactor: v.replicationFactor, configs: {} },
-    { topic: v.dlqTopic, partitions: 1, replicationFactor: v.replicationFactor, configs: {} },
   ]);
+  // An unreadable request goes to the DLQ unchanged with headers added: a DLQ created here takes a
+  // little more than the largest request, so that any request the requests topic took fits.
+  const requestsMaxBytes = await admin.maxMessageBytes(v.requestsTopic);
+  await admin.provisionTopics([
+    {
+      topic: v.dlqTopic,
+      partitions: 1,
+      replicationFactor: v.replicationFactor,
+      configs: {},
+      createConfigs: { 'max.message.bytes': String(requestsMaxBytes + DLQ_HEADROOM_BYTES) },
+    },
+  ]);
+  const dlqMaxBytes = await admin.maxMessageBytes(v.dlqTopic);
+  if (dlqMaxBytes < requestsMaxBytes + DLQ_HEADROOM_BYTES) {
+    log.warn(
+      { dlqTopic: v.dlqTopic, dlqMaxBytes, requestsMaxBytes, headroom: DLQ_HEADROOM_BYTES },
+      'the DLQ topic takes smaller records than the requests topic plus the DLQ headers: an ' +
+        "unreadable request that large stops the verifier; raise the DLQ topic's max.message.bytes",
+    );
+  }
   const registry = createSchemaRegistry(config.registry);
   await registry.encoder(v.requestsTopic, loadSchema(SchemaNames.VerificationRequest));
   const encoders = new Map<string, Promise<Encoder<VerificationResult>>>();
@@ -83,6 +104,7 @@ export async function startVerifier(
     registry,
     replyEncoder,
     partitionCount,
+    dlqMaxBytes,
     metrics,
     logger: log,
     kafka,

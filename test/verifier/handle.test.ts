@@ -49,6 +49,7 @@ function deps(overrides: Partial<HandlerDeps> = {}): HandlerDeps {
     registry: {} as never,
     replyEncoder: async () => Promise.reject(new Error('a JSON request gets a JSON reply')),
     partitionCount: async () => 3,
+    dlqMaxBytes: 1_048_588,
     metrics: createVerifierMetrics(new Registry()),
     logger: silentLogger(),
     ...overrides,
@@ -148,5 +149,21 @@ describe('handleRequest on bad input', () => {
         }),
       },
     ]);
+  });
+
+  it('stops on an unreadable request whose DLQ copy the DLQ topic would refuse, naming the request and the limit', async () => {
+    const record = { ...jsonRequest(), offset: '41', value: Buffer.from(`{${'x'.repeat(2_000)}`) };
+    const metrics = createVerifierMetrics(new Registry());
+    // The copy is the value plus its headers and the batch's framing: over 2,000 bytes.
+    await expect(handleRequest(record, deps({ dlqMaxBytes: 2_000, metrics }))).rejects.toThrow(
+      new RegExp(
+        `request at ${config.verifier.requestsTopic}/0 offset 41 cannot be copied to the DLQ: \\d+ bytes .*` +
+          `max.message.bytes of ${config.verifier.dlqTopic} \\(2000\\)`,
+      ),
+    );
+    expect((await metrics.dlq.get()).values).toEqual([]);
+    // The same request fits a DLQ that takes its size.
+    const records = await handleRequest(record, deps({ dlqMaxBytes: 3_000 }));
+    expect(records.map((r) => r.topic)).toContain(config.verifier.dlqTopic);
   });
 });

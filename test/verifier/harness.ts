@@ -7,8 +7,17 @@ import { runCli } from '../helpers/cli.ts';
 import { testClients } from '../helpers/kafka.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';
 
+/**
+ * Topic settings for the harness to create its topics with; `dlq: false` leaves the DLQ topic for
+ * the verifier to create.
+ */
+export interface HarnessTopics {
+  requests?: Record<string, string>;
+  dlq?: Record<string, string> | false;
+}
+
 /** A sandbox, unique topics and group, and the environment of a verifier pointed at them. */
-export async function verifierHarness(sandboxOptions: SandboxOptions = {}) {
+export async function verifierHarness(sandboxOptions: SandboxOptions = {}, topics: HarnessTopics = {}) {
   const sandbox = createSandbox({ port: 0, alerts: 50, changesPerSec: 0, rateLimit: 0, ...sandboxOptions });
   const { url } = await sandbox.start();
   onTestFinished(() => sandbox.stop());
@@ -30,14 +39,13 @@ export async function verifierHarness(sandboxOptions: SandboxOptions = {}) {
   const config = loadVerifierConfig(env);
   const { kafka, registry } = testClients();
   const admin = await kafka.admin();
-  await admin.provisionTopics(
-    [
-      config.verifier.requestsTopic,
-      config.verifier.repliesTopic,
-      config.verifier.dlqTopic,
-      `${prefix}.replies.custom`,
-    ].map((topic) => ({ topic, partitions: 3, replicationFactor: 1, configs: {} })),
-  );
+  const created = [
+    { topic: config.verifier.requestsTopic, configs: topics.requests ?? {} },
+    { topic: config.verifier.repliesTopic, configs: {} },
+    ...(topics.dlq === false ? [] : [{ topic: config.verifier.dlqTopic, configs: topics.dlq ?? {} }]),
+    { topic: `${prefix}.replies.custom`, configs: {} },
+  ];
+  await admin.provisionTopics(created.map((t) => ({ ...t, partitions: 3, replicationFactor: 1 })));
   onTestFinished(async () => {
     await admin
       .deleteTopics([
@@ -55,6 +63,7 @@ export async function verifierHarness(sandboxOptions: SandboxOptions = {}) {
     env,
     config,
     kafka,
+    admin,
     registry,
     prefix,
     customReplyTopic: `${prefix}.replies.custom`,

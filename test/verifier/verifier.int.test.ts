@@ -1,6 +1,6 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { TimeoutError } from '../../src/errors.ts';
-import type { Producer } from '../../src/kafka/index.ts';
+import { batchBytes, type Producer } from '../../src/kafka/index.ts';
 import type { SandboxOptions } from '../../src/sandbox/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { collect } from '../helpers/kafka.ts';
@@ -248,6 +248,52 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     });
     verifier.child.kill('SIGTERM');
     expect(await verifier.exited).toBe(0);
+  });
+
+  it('copies an unreadable request as large as the requests topic takes to the DLQ it creates, headers added', async () => {
+    // The harness leaves the DLQ topic to the verifier.
+    const h = await verifierHarness({}, { dlq: false });
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    const verifier = h.start();
+    await verifier.logLine(ready);
+    // The collector starts once the verifier has created the DLQ topic (it would otherwise be
+    // created on first use, with the broker's defaults).
+    const dlq = await collect(h.kafka, h.config.verifier.dlqTopic);
+    const limit = await h.admin.maxMessageBytes(h.config.verifier.requestsTopic);
+    // One record batch all but 64 bytes of the topic's limit: the DLQ's headers take ~200.
+    const value = Buffer.alloc(limit - 64 - batchBytes([{ topic: '', key: 'large', value: null }]), 'x');
+    await producer.send([{ topic: h.config.verifier.requestsTopic, key: 'large', value }]);
+    const [dead] = await Promise.race([
+      dlq.until((r) => r.length >= 1),
+      verifier.exited.then((code) => Promise.reject(new Error(`the verifier exited (${code})`))),
+    ]);
+    expect(dead?.value?.equals(value)).toBe(true);
+    expect(header(dead as never, 'error-code')).toBe('REQUEST_UNREADABLE');
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+  });
+
+  it('stops before committing an unreadable request too large for an existing DLQ topic, naming both', async () => {
+    const h = await verifierHarness({}, { dlq: { 'max.message.bytes': '4000' } });
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    const verifier = h.start();
+    await verifier.logLine(
+      (l) => typeof l.msg === 'string' && l.msg.startsWith('the DLQ topic takes smaller records'),
+    );
+    await producer.send([
+      { topic: h.config.verifier.requestsTopic, key: 'large', partition: 1, value: Buffer.alloc(5_000, 'x') },
+    ]);
+    expect(await verifier.exited).toBe(1);
+    expect(verifier.stderr()).toMatch(
+      new RegExp(
+        `request at ${h.config.verifier.requestsTopic}/1 offset 0 cannot be copied to the DLQ: \\d+ bytes` +
+          `.*max.message.bytes of ${h.config.verifier.dlqTopic} \\(4000\\); raise that setting`,
+      ),
+    );
+    const committed = await h.admin.groupOffsets(h.config.verifier.groupId, h.config.verifier.requestsTopic);
+    expect(committed.find((c) => c.partition === 1)?.offset ?? '-1').toBe('-1');
   });
 
   it('gives every request exactly one reply even when the verifier is killed with SIGKILL mid-load', async () => {

@@ -134,6 +134,7 @@ async function startedVerifier(
     registry: {} as never,
     replyEncoder: async () => Promise.reject(new Error('not used')),
     partitionCount: async () => 3,
+    dlqMaxBytes: 1_048_588,
     metrics: createVerifierMetrics(new Registry()),
     logger: silentLogger(),
     ...(options.drainTimeoutMs !== undefined && { drainTimeoutMs: options.drainTimeoutMs }),
