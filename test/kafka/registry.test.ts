@@ -49,7 +49,6 @@ describe('schema registry client against a registry that never answers', () => {
     expect(isRetriable(err)).toBe(true);
     expect((err as Error).message).toMatch(/^reading schema id 7 failed: .*Timeout \(300ms\)/);
     expect(ms).toBeGreaterThanOrEqual(250);
-    expect(ms).toBeLessThan(3000);
     // A timeout is not retried inside the client (the caller's retry decides), and the next decode asks again.
     expect(stuck.connections()).toBe(1);
     await failureOf(registry.decode(wireFormat(7)));
@@ -59,15 +58,19 @@ describe('schema registry client against a registry that never answers', () => {
   it('fails a registration and an encoder within the timeout with a retriable SchemaRegistryError', async () => {
     const stuck = await stuckRegistry();
     const registry = createSchemaRegistry({ url: stuck.url, timeoutMs: 300 });
-    for (const call of [
+    const calls = [
       () => registry.register('alerts', loadSchema(SchemaNames.AlertUpserted)),
       () => registry.encoder('alerts', loadSchema(SchemaNames.AlertUpserted)),
-    ]) {
-      const { err, ms } = await failureOf(call());
+    ];
+    for (const [i, call] of calls.entries()) {
+      const { err } = await failureOf(call());
       expect(err).toBeInstanceOf(SchemaRegistryError);
       expect(isRetriable(err)).toBe(true);
-      expect((err as Error).message).toMatch(/^registering alerts-fraudlink.alerts.AlertUpserted failed: /);
-      expect(ms).toBeLessThan(3000);
+      expect((err as Error).message).toMatch(
+        /^registering alerts-fraudlink.alerts.AlertUpserted failed: .*Timeout \(300ms\)/,
+      );
+      // Within one timeout: the request that timed out was not sent again.
+      expect(stuck.connections()).toBe(i + 1);
     }
   });
 
@@ -76,10 +79,11 @@ describe('schema registry client against a registry that never answers', () => {
       'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"schema":',
     );
     const registry = createSchemaRegistry({ url: stuck.url, timeoutMs: 300 });
-    const { err, ms } = await failureOf(registry.decode(wireFormat(9)));
+    const { err } = await failureOf(registry.decode(wireFormat(9)));
     expect(err).toBeInstanceOf(SchemaRegistryError);
     expect(isRetriable(err)).toBe(true);
-    expect(ms).toBeLessThan(3000);
+    expect((err as Error).message).toMatch(/^reading schema id 9 failed: .*Timeout \(300ms\)/);
+    expect(stuck.connections()).toBe(1);
   });
 
   it(
@@ -90,8 +94,9 @@ describe('schema registry client against a registry that never answers', () => {
       const { err, ms } = await failureOf(registry.decode(wireFormat(7)));
       expect(err).toBeInstanceOf(SchemaRegistryError);
       expect(isRetriable(err)).toBe(true);
+      expect((err as Error).message).toContain(`Timeout (${REGISTRY_TIMEOUT_MS}ms)`);
       expect(ms).toBeGreaterThanOrEqual(REGISTRY_TIMEOUT_MS - 100);
-      expect(ms).toBeLessThan(REGISTRY_TIMEOUT_MS + 3000);
+      expect(stuck.connections()).toBe(1);
     },
     REGISTRY_TIMEOUT_MS + 5000,
   );
