@@ -42,6 +42,26 @@ describe('topic provisioning on a real broker', () => {
     expect(await admin.topicOffsets(topic)).toEqual([{ partition: 0, low: '0', high: '0' }]);
   });
 
+  it('sets creation-only configs on a new topic and does not check them on an existing one', async () => {
+    const { kafka } = testClients();
+    const admin = await kafka.admin();
+    const [sized, plain] = [uniqueName('prov-sized'), uniqueName('prov-plain')];
+    onTestFinished(async () => {
+      await admin.deleteTopics([sized, plain]);
+      await admin.close();
+    });
+    const spec = { topic: sized, partitions: 1, replicationFactor: -1, configs: {} };
+    await admin.provisionTopics([
+      { ...spec, createConfigs: { 'max.message.bytes': '5000' } },
+      { ...spec, topic: plain },
+    ]);
+    expect(await admin.maxMessageBytes(sized)).toBe(5000);
+    await admin.provisionTopics([{ ...spec, createConfigs: { 'max.message.bytes': '6000' } }]);
+    expect(await admin.maxMessageBytes(sized)).toBe(5000);
+    // Without a topic setting: the broker's message.max.bytes, 1 MiB + 12 by default.
+    expect(await admin.maxMessageBytes(plain)).toBe(1_048_588);
+  });
+
   it('refuses an existing topic whose configs differ, naming each difference', async () => {
     const { kafka } = testClients();
     const admin = await kafka.admin();
