@@ -31,6 +31,12 @@ function* chain(err: unknown): Generator<KafkajsLike> {
   }
 }
 
+/** Whether kafkajs reported the broker's error `type` (e.g. MESSAGE_TOO_LARGE) anywhere in the chain. */
+export function hasErrorType(err: unknown, type: string): boolean {
+  for (const e of chain(err)) if (e.type === type) return true;
+  return false;
+}
+
 export function isFencing(err: unknown): boolean {
   for (const e of chain(err)) {
     if (e.type && FENCING_TYPES.has(e.type)) return true;

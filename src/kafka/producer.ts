@@ -1,11 +1,12 @@
 import type { Kafka, Transaction as KafkajsTransaction } from 'kafkajs';
 import { FencedError } from '../errors.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
-import { toKafkaError } from './errors.ts';
+import { hasErrorType, toKafkaError } from './errors.ts';
 import kafkajs from './kafkajs.ts';
-import { sendChunks, toTopicMessages } from './records.ts';
+import { largestRecord, sendChunks, toTopicMessages } from './records.ts';
 import { keepTransactionProtocolV1, releaseTransactionProtocol } from './transaction-v2.ts';
 import type {
+  OutgoingRecord,
   Producer,
   Transaction,
   TransactionalProducer,
@@ -67,9 +68,10 @@ function stepsOf(tx: KafkajsTransaction): Transaction {
   return {
     async send(records) {
       if (records.length === 0) return;
+      let chunk: OutgoingRecord[] = [];
       try {
         // One produce request per chunk, in order: no partition's batch outgrows the broker's limit.
-        for (const chunk of sendChunks(records)) {
+        for (chunk of sendChunks(records)) {
           await tx.sendBatch({
             topicMessages: toTopicMessages(chunk),
             acks: -1,
@@ -77,7 +79,14 @@ function stepsOf(tx: KafkajsTransaction): Transaction {
           });
         }
       } catch (err) {
-        throw toKafkaError(err, 'send in transaction failed');
+        if (!hasErrorType(err, 'MESSAGE_TOO_LARGE')) throw toKafkaError(err, 'send in transaction failed');
+        // The broker names neither the topic nor the record: a clue for whoever must raise a limit.
+        const { bytes, topic } = largestRecord(chunk);
+        throw toKafkaError(
+          err,
+          `send in transaction failed (largest record ${bytes} bytes as a batch, for topic ${topic}: ` +
+            'raise its max.message.bytes, or find what made the record that large)',
+        );
       }
     },
     async sendOffsets({ groupId, offsets }) {

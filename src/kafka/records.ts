@@ -46,6 +46,16 @@ export function batchBytes(records: readonly OutgoingRecord[]): number {
   return bytes;
 }
 
+/** The largest of these records as a batch of its own, to name in an error: its bytes and topic. */
+export function largestRecord(records: readonly OutgoingRecord[]): { bytes: number; topic: string } {
+  let largest = { bytes: 0, topic: '' };
+  for (const record of records) {
+    const bytes = batchBytes([record]);
+    if (bytes > largest.bytes) largest = { bytes, topic: record.topic };
+  }
+  return largest;
+}
+
 /**
  * Cuts records, in order, into consecutive runs of at most `maxBytes` (recordBytes); a record
  * larger than that alone is a run of its own, for the broker to judge. Sent one after another,

@@ -2,12 +2,24 @@ import { createRequire } from 'node:module';
 import type { KafkaMessage } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import '../../src/kafka/kafkajs.ts';
-import { recordBytes, sendChunks, toIncoming, toMessage, toTopicMessages } from '../../src/kafka/records.ts';
+import {
+  batchBytes,
+  largestRecord,
+  recordBytes,
+  sendChunks,
+  toIncoming,
+  toMessage,
+  toTopicMessages,
+} from '../../src/kafka/records.ts';
 import type { OutgoingRecord } from '../../src/kafka/types.ts';
 
 const require = createRequire(import.meta.url);
 const Record = require('kafkajs/src/protocol/recordBatch/record/v0/index.js') as (r: object) => {
   size(): number;
+};
+
+const { RecordBatch } = require('kafkajs/src/protocol/recordBatch/v0/index.js') as {
+  RecordBatch: (b: object) => Promise<{ size(): number }>;
 };
 
 const message = (headers: KafkaMessage['headers']): KafkaMessage =>
@@ -90,6 +102,16 @@ describe('sends cut to the size a record batch may take', () => {
       expect(recordBytes(r) - written).toBeLessThan(40);
     }
     expect(recordBytes({ topic: 't', key: null, value: null })).toBeGreaterThan(0);
+  });
+
+  it('counts a record batch at least at the bytes kafkajs writes for it, framing included', async () => {
+    const records = [record(0), record(300, 1), record(70_000, 2)];
+    const batch = await RecordBatch({
+      records: records.map((r, i) => Record({ ...toMessage(r), offsetDelta: i, timestampDelta: 0 })),
+    });
+    expect(batchBytes(records)).toBeGreaterThanOrEqual(batch.size());
+    expect(batchBytes(records) - batch.size()).toBeLessThan(3 * 40);
+    expect(largestRecord(records)).toEqual({ bytes: batchBytes([records[2] as OutgoingRecord]), topic: 't' });
   });
 
   it('cuts records, in order, into runs of at most the limit; a larger record runs alone', () => {

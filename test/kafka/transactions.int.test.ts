@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
-import { FencedError } from '../../src/errors.ts';
+import { FencedError, KafkaError } from '../../src/errors.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 import { keepTransactionProtocolV1, releaseTransactionProtocol } from '../../src/kafka/transaction-v2.ts';
 import { collect, testClients, testTopics } from '../helpers/kafka.ts';
@@ -107,6 +107,25 @@ describe('transactional producer on a real broker', () => {
     const seen = await reader.until((r) => r.length === 4);
     expect(seen.map((r) => r.value?.subarray(0, 1).toString())).toEqual(['a', 'b', 'c', 'd']);
     expect(seen.every((r) => r.value?.length === 400_000)).toBe(true);
+  });
+
+  it('names the topic and the size of the largest record when the broker refuses a batch as too large', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['tx-too-large'], 1, { 'max.message.bytes': '2000' });
+    const producer = await kafka.transactionalProducer({ transactionalId: uniqueName('tx') });
+    onTestFinished(() => producer.close());
+    const records = [500, 3_000, 100].map((size, i) => ({ topic, key: `k${i}`, value: Buffer.alloc(size) }));
+    const failed = await producer.transaction(records).then(
+      () => new Error('committed'),
+      (err: unknown) => err as Error,
+    );
+    expect(failed).toBeInstanceOf(KafkaError);
+    expect(failed.message).toMatch(
+      new RegExp(
+        `largest record \\d{4} bytes as a batch, for topic ${topic}: raise its max\\.message\\.bytes`,
+      ),
+    );
+    expect(Number(/largest record (\d+)/.exec(failed.message)?.[1])).toBeGreaterThan(3_000);
   });
 
   it('fences the first producer when a second one starts with the same transactional id', async () => {
