@@ -46,7 +46,8 @@ describe('fraudlink connector run', () => {
       env,
       stdio: ['ignore', 'ignore', 'pipe'],
     });
-    const exited = once(child, 'exit');
+    // 'close', not 'exit': stderr is read to its end.
+    const exited = once(child, 'close');
     let stderr = '';
     await new Promise<void>((resolve) => {
       child.stderr.on('data', (d: Buffer) => {
@@ -54,11 +55,13 @@ describe('fraudlink connector run', () => {
         if (stderr.includes('Connection error')) resolve();
       });
     });
-    const signalledAt = performance.now();
     child.kill('SIGTERM');
     const [code] = await exited;
+    // Exit 0 through the grace's end (a start-up left to retry on ends in exit 1); the test's
+    // timeout bounds how long that may take.
     expect(code).toBe(0);
-    expect(performance.now() - signalledAt).toBeLessThan(START_ABORT_GRACE_MS + 5000);
-    expect(stderr).toContain('start-up did not end after the stop request');
+    expect(stderr).toMatch(
+      new RegExp(`"graceMs":${START_ABORT_GRACE_MS},.*"msg":"start-up did not end after the stop request`),
+    );
   });
 });
