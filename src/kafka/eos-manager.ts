@@ -139,8 +139,11 @@ const NOT_COORDINATOR = 16;
 const CONCURRENT_TRANSACTIONS = 51;
 const COMMIT_RETRIABLE_CODES = [UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_LOAD_IN_PROGRESS];
 const STALE_COORDINATOR_CODES = [COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR];
-/** EndTxn answers the Java client retries without a new lookup (its EndTxnHandler). */
-const END_TXN_RETRIABLE_CODES = [COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS];
+/**
+ * Answers of the transaction coordinator to EndTxn and AddOffsetsToTxn that the Java client retries
+ * without a new lookup (its EndTxnHandler and AddOffsetsToTxnHandler).
+ */
+const COORDINATOR_RETRIABLE_CODES = [COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS];
 /** A request whose response may be lost: a broken or closed connection (its subclass), a timeout. */
 const lostRequest = (e: unknown) =>
   e instanceof KafkaJSConnectionError || e instanceof KafkaJSRequestTimeoutError;
@@ -205,21 +208,22 @@ export function createEosManager({
     if (!isOngoing()) transactionV2 = transactionV2For(transactionalId as string, coordinator.versions);
   };
 
-  /** EndTxn to the transaction coordinator, retried (see above) within the producer's retry budget. */
-  async function endTransaction(committed: boolean) {
-    const result = await retrier(async (bail, retryCount, retryTime) => {
+  /**
+   * A request to the transaction coordinator, retried as the Java client retries it, within the
+   * producer's retry budget. The coordinator answers a repeated EndTxn or AddOffsetsToTxn as it
+   * answered the first, so a request whose response was lost is sent again.
+   */
+  function toTransactionCoordinator<T>(what: string, send: (coordinator: Broker) => Promise<T>): Promise<T> {
+    return retrier(async (bail, retryCount, retryTime) => {
       try {
-        const broker = await findTransactionCoordinator();
-        const args = { transactionalId: transactionalId as string, producerId, producerEpoch };
-        if (!transactionV2) return await broker.endTxn({ ...args, transactionResult: committed });
-        return await broker.endTxnV5({ ...args, transactionResult: committed });
+        return await send(await findTransactionCoordinator());
       } catch (e) {
         const { code, message } = e as ProtocolError;
         const stale = STALE_COORDINATOR_CODES.includes(code as number) || lostRequest(e);
-        if (stale || END_TXN_RETRIABLE_CODES.includes(code as number)) {
+        if (stale || COORDINATOR_RETRIABLE_CODES.includes(code as number)) {
           // A coordinator that moved, or a connection that broke, is looked up again.
           if (stale) forgetCoordinators();
-          logger.debug('EndTxn not completed, retrying', {
+          logger.debug(`${what} not completed, retrying`, {
             error: message,
             transactionalId,
             retryCount,
@@ -228,8 +232,20 @@ export function createEosManager({
           throw e;
         }
         bail(e);
+        // Already rejected by bail, which also ends the retries: this only ends the attempt.
+        throw e;
       }
     });
+  }
+
+  /** EndTxn to the transaction coordinator, retried (see above). */
+  async function endTransaction(committed: boolean) {
+    const args = { transactionalId: transactionalId as string, producerId, producerEpoch };
+    const result = await toTransactionCoordinator('EndTxn', (broker) =>
+      transactionV2
+        ? broker.endTxnV5({ ...args, transactionResult: committed })
+        : broker.endTxn({ ...args, transactionResult: committed }),
+    );
     if (!transactionV2) return;
     const { producerId: nextId, producerEpoch: nextEpoch } = result as EndTxnV5Result;
     producerId = nextId;
@@ -374,12 +390,9 @@ export function createEosManager({
         takeProtocol(transactionCoordinator);
         // On v2 the TxnOffsetCommit below enrols the offsets.
         if (!transactionV2) {
-          await transactionCoordinator.addOffsetsToTxn({
-            transactionalId,
-            producerId,
-            producerEpoch,
-            groupId: consumerGroupId,
-          });
+          await toTransactionCoordinator('AddOffsetsToTxn', (broker) =>
+            broker.addOffsetsToTxn({ transactionalId, producerId, producerEpoch, groupId: consumerGroupId }),
+          );
         }
         hasOffsetsAddedToTransaction = true;
 
@@ -411,7 +424,10 @@ export function createEosManager({
               });
               throw e;
             }
-            if (STALE_COORDINATOR_CODES.includes(code as number) || code === 'ECONNREFUSED') {
+            // A lost response is sent again, to a coordinator looked up again (the Java client's
+            // TxnOffsetCommitHandler does the same): the offsets it carries are the same, and the
+            // coordinator keeps one pending offset per partition for the transaction.
+            if (STALE_COORDINATOR_CODES.includes(code as number) || lostRequest(e)) {
               logger.debug('Invalid group coordinator, finding new group coordinator and retrying', {
                 error: message,
                 stack,

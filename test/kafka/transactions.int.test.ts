@@ -9,7 +9,12 @@ import { stackEnv, uniqueName } from '../helpers/stack.ts';
 const text = (b: Buffer | null) => b?.toString() ?? null;
 const require = createRequire(import.meta.url);
 type EndTxn = (this: unknown, args: object) => Promise<unknown>;
-const Broker = require('kafkajs/src/broker/index.js') as { prototype: { endTxn: EndTxn; endTxnV5: EndTxn } };
+const Broker = require('kafkajs/src/broker/index.js') as {
+  prototype: Record<
+    'endTxn' | 'endTxnV5' | 'addOffsetsToTxn' | 'txnOffsetCommit' | 'txnOffsetCommitV5',
+    EndTxn
+  >;
+};
 const { KafkaJSRequestTimeoutError } = require('kafkajs/src/errors.js') as {
   KafkaJSRequestTimeoutError: new (message: string) => Error;
 };
@@ -283,6 +288,45 @@ describe("Kafka's transaction protocols on a real broker (it finalizes transacti
       const reader = await collect(kafka, topic, 'read_committed');
       const seen = await reader.until((r) => r.some((x) => text(x.value) === 'second'));
       expect(seen.map((x) => text(x.value))).toEqual(['first', 'second']);
+    });
+  }
+
+  for (const [protocol, method] of [
+    ['v1', 'addOffsetsToTxn'],
+    ['v1', 'txnOffsetCommit'],
+    ['auto', 'txnOffsetCommitV5'],
+  ] as const) {
+    it(`commits the offsets when the response to ${method} is lost, sending it again (${protocol})`, async () => {
+      const { kafka } = testClients();
+      const [topic = ''] = await testTopics(kafka, ['tx-lost-offsets']);
+      const admin = await kafka.admin();
+      onTestFinished(() => admin.close());
+      const original = Broker.prototype[method];
+      // The coordinator acts on the request, and the response never arrives.
+      const lost = vi.spyOn(Broker.prototype, method).mockImplementationOnce(async function (
+        this: unknown,
+        args,
+      ) {
+        await original.call(this, args);
+        throw new KafkaJSRequestTimeoutError(`Request ${method} timed out (response dropped by the test)`);
+      });
+      onTestFinished(() => lost.mockRestore());
+      const producer = await kafka.transactionalProducer({
+        transactionalId: uniqueName('tx-lost-offsets'),
+        transactionProtocol: protocol,
+      });
+      onTestFinished(() => producer.close());
+      const groupId = uniqueName('tx-lost-offsets-group');
+
+      await producer.transaction([{ topic, key: 'k', value: Buffer.from('reply') }], {
+        consumerOffsets: { groupId, offsets: [{ topic, partition: 0, offset: '7' }] },
+      });
+      expect(lost.mock.calls.length).toBeGreaterThanOrEqual(2);
+      const reader = await collect(kafka, topic, 'read_committed');
+      expect((await reader.until((r) => r.length === 1)).map((x) => text(x.value))).toEqual(['reply']);
+      await expect
+        .poll(() => admin.groupOffsets(groupId, topic), { timeout: 30_000 })
+        .toEqual([{ partition: 0, offset: '7' }]);
     });
   }
 
