@@ -105,9 +105,14 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     await producer.send([jsonRequest(h.config.verifier.requestsTopic, 'slow-1', now, now + 1000)]);
     const [reply] = await replies.until((r) => r.length >= 1);
     const answer = JSON.parse(reply?.value?.toString() ?? '');
-    expect(answer).toMatchObject({ outcome: 'FAILED', error: { code: 'UPSTREAM_TIMEOUT' } });
-    // Cut off at the deadline, not when the upstream's 10 s answer came.
-    expect(answer.upstreamLatencyMs).toBeLessThan(5000);
+    // Cut off at the deadline, not when the upstream's 10 s answer came (nor by API_TIMEOUT_MS).
+    expect(answer).toMatchObject({
+      outcome: 'FAILED',
+      error: {
+        code: 'UPSTREAM_TIMEOUT',
+        message: expect.stringContaining('did not answer before the deadline'),
+      },
+    });
     expect(answer.respondedAt).toBeGreaterThanOrEqual(now + 1000);
     verifier.child.kill('SIGTERM');
     expect(await verifier.exited).toBe(0);
