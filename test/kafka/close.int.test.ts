@@ -20,7 +20,8 @@ it('leaves no timer or connection behind once every client is closed, so the pro
   child.stderr.on('data', (d: Buffer) => {
     err += d.toString();
   });
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  // 'close', not 'exit': the output is read to its end before it is parsed.
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   expect({ code, err }).toEqual({ code: 0, err: '' });
   expect(JSON.parse(out)).toEqual([]);
 });
