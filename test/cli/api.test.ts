@@ -200,7 +200,8 @@ describe('fraudlink api', { timeout: 60_000 }, () => {
       const child = spawn(process.execPath, ['src/cli/main.ts', 'api', 'export', '--all'], {
         env: childEnv(),
       });
-      const exited = once(child, 'exit') as Promise<[number | null, string | null]>;
+      // 'close', not 'exit': every line the child wrote to stderr has been read by then.
+      const exited = once(child, 'close') as Promise<[number | null, string | null]>;
       await once(child.stdout, 'data');
       return { child, exited };
     };
