@@ -1,6 +1,6 @@
 import type { logCreator } from 'kafkajs';
 import type { Logger } from '../logger.ts';
-import kafkajs from './kafkajs.ts';
+import kafkajs, { PartitionBatchTooLargeError } from './kafkajs.ts';
 
 // kafkajs is CommonJS: its values come through the default export.
 const { logLevel } = kafkajs;
@@ -16,8 +16,10 @@ export function pinoLogCreator(logger: Logger): logCreator {
       const concurrent = (extra as { error?: string }).error?.includes(
         'another concurrent operation on the same transaction',
       );
+      // A send refused before any request, to be cut into smaller ones (kafkajs.ts, fix 15).
       if (
         message.startsWith('Limiting retries for the idempotent producer') ||
+        message.startsWith(PartitionBatchTooLargeError.prefix) ||
         concurrent ||
         message.includes('another concurrent operation on the same transaction')
       ) {

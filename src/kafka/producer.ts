@@ -2,7 +2,7 @@ import type { Kafka, Transaction as KafkajsTransaction } from 'kafkajs';
 import { FencedError } from '../errors.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
 import { hasErrorType, toKafkaError } from './errors.ts';
-import kafkajs from './kafkajs.ts';
+import kafkajs, { PartitionBatchTooLargeError } from './kafkajs.ts';
 import { largestRecord, sendChunks, toTopicMessages } from './records.ts';
 import { keepTransactionProtocolV1, releaseTransactionProtocol } from './transaction-v2.ts';
 import type {
@@ -53,6 +53,36 @@ function fencingGuard(): Guard {
   };
 }
 
+/**
+ * Sends records in one produce request, or, when one partition's share would outgrow a record batch
+ * (kafkajs.ts's fix 15 refuses such a send before any request), in consecutive requests of at most
+ * `MAX_SEND_BYTES` each (sendChunks), in order. A MESSAGE_TOO_LARGE names the largest record.
+ */
+async function sendInBatches(
+  send: (records: OutgoingRecord[]) => Promise<unknown>,
+  records: OutgoingRecord[],
+  what: string,
+): Promise<void> {
+  let chunk = records;
+  try {
+    try {
+      await send(records);
+    } catch (err) {
+      if (!PartitionBatchTooLargeError.is(err)) throw err;
+      for (chunk of sendChunks(records)) await send(chunk);
+    }
+  } catch (err) {
+    if (!hasErrorType(err, 'MESSAGE_TOO_LARGE')) throw toKafkaError(err, what);
+    // The broker names neither the topic nor the record: a clue for whoever must raise a limit.
+    const { bytes, topic } = largestRecord(chunk);
+    throw toKafkaError(
+      err,
+      `${what} (largest record ${bytes} bytes as a batch, for topic ${topic}: ` +
+        'raise its max.message.bytes, or find what made the record that large)',
+    );
+  }
+}
+
 function wrapTransaction(tx: KafkajsTransaction, guard: Guard): Transaction {
   const steps = stepsOf(tx);
   return {
@@ -68,26 +98,16 @@ function stepsOf(tx: KafkajsTransaction): Transaction {
   return {
     async send(records) {
       if (records.length === 0) return;
-      let chunk: OutgoingRecord[] = [];
-      try {
-        // One produce request per chunk, in order: no partition's batch outgrows the broker's limit.
-        for (chunk of sendChunks(records)) {
-          await tx.sendBatch({
+      await sendInBatches(
+        (chunk) =>
+          tx.sendBatch({
             topicMessages: toTopicMessages(chunk),
             acks: -1,
             compression: CompressionTypes.None,
-          });
-        }
-      } catch (err) {
-        if (!hasErrorType(err, 'MESSAGE_TOO_LARGE')) throw toKafkaError(err, 'send in transaction failed');
-        // The broker names neither the topic nor the record: a clue for whoever must raise a limit.
-        const { bytes, topic } = largestRecord(chunk);
-        throw toKafkaError(
-          err,
-          `send in transaction failed (largest record ${bytes} bytes as a batch, for topic ${topic}: ` +
-            'raise its max.message.bytes, or find what made the record that large)',
-        );
-      }
+          }),
+        records,
+        'send in transaction failed',
+      );
     },
     async sendOffsets({ groupId, offsets }) {
       if (offsets.length === 0) return;
@@ -195,13 +215,12 @@ export async function createProducer(kafka: Kafka): Promise<Producer> {
   }
   return {
     async send(records) {
-      try {
-        for (const chunk of sendChunks(records)) {
-          await producer.sendBatch({ topicMessages: toTopicMessages(chunk), acks: -1 });
-        }
-      } catch (err) {
-        throw toKafkaError(err, 'send failed');
-      }
+      if (records.length === 0) return;
+      await sendInBatches(
+        (chunk) => producer.sendBatch({ topicMessages: toTopicMessages(chunk), acks: -1 }),
+        records,
+        'send failed',
+      );
     },
     async close() {
       await producer.disconnect();

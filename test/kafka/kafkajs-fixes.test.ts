@@ -9,6 +9,7 @@ import {
   murmur2,
   murmur2ModulePath,
   originals,
+  PartitionBatchTooLargeError,
   type PartitionMetadata,
   partitionerModulePath,
   type RecordArgs,
@@ -19,6 +20,7 @@ import {
   requestModulePath,
   requestQueueModulePath,
 } from '../../src/kafka/kafkajs.ts';
+import { MAX_SEND_BYTES } from '../../src/kafka/records.ts';
 
 const require = createRequire(import.meta.url);
 type Encoded = { buffer: Buffer };
@@ -171,6 +173,33 @@ describe('kafkajs grouping by partition', () => {
     expect((ours[1] as { i: number }[]).map((m) => m.i)).toEqual(
       messages.filter((m) => m.p === 1).map((m) => m.i),
     );
+  });
+
+  it('refuses, before any request, a send whose records for one partition outgrow a record batch (fix 15)', () => {
+    const record = (p: number) => ({ p, key: 'k', value: Buffer.alloc(100_000), headers: {} });
+    const grouperOf = (messages: { p: number }[]) => () => grouper({ ...args([]), messages });
+    // Ten records of 100 kB: over MAX_SEND_BYTES in one partition, under it in each of three.
+    const one = Array.from({ length: 10 }, () => record(1));
+    expect(grouperOf(one)).toThrow(
+      expect.objectContaining({
+        name: 'PartitionBatchTooLargeError',
+        topic: 't',
+        partition: 1,
+        retriable: false,
+      }),
+    );
+    let refused: unknown;
+    try {
+      grouperOf(one)();
+    } catch (err) {
+      refused = err;
+    }
+    expect(PartitionBatchTooLargeError.is(refused)).toBe(true);
+    const spread = Array.from({ length: 10 }, (_, i) => record(i % 3));
+    expect(Object.values(grouper({ ...args([]), messages: spread })).map((l) => l.length)).toEqual([4, 3, 3]);
+    // One record larger than a batch alone is the broker's to judge.
+    const large = { p: 0, key: 'k', value: Buffer.alloc(2 * MAX_SEND_BYTES), headers: {} };
+    expect(grouper({ ...args([]), messages: [large] })).toEqual({ 0: [large] });
   });
 
   it('returns no partitions without partition metadata, as the original', () => {

@@ -1,5 +1,6 @@
 import kafkajs from 'kafkajs';
 import { describe, expect, it } from 'vitest';
+import { PartitionBatchTooLargeError } from '../../src/kafka/kafkajs.ts';
 import { pinoLogCreator } from '../../src/kafka/logging.ts';
 import { createLogger } from '../../src/logger.ts';
 import { logCapture } from '../helpers/log.ts';
@@ -48,5 +49,17 @@ describe('kafkajs logs in pino', () => {
       },
     });
     expect(out.lines.map((l) => l.level)).toEqual(['debug']);
+  });
+
+  it('logs a send refused to be cut (kafkajs.ts fix 15) at debug, not as an error', () => {
+    const out = capture();
+    const message = new PartitionBatchTooLargeError('dlq', 0, 2_000_000).message;
+    pinoLogCreator(out.logger)(logLevel.DEBUG)({
+      namespace: 'Producer',
+      level: logLevel.ERROR,
+      label: 'ERROR',
+      log: { message, timestamp: 'now', logger: 'kafkajs', retryCount: 0, retryTime: 5 },
+    });
+    expect(out.lines.map((l) => [l.level, l.msg])).toEqual([['debug', message]]);
   });
 });

@@ -8,11 +8,11 @@ import { stackEnv, uniqueName } from '../helpers/stack.ts';
 
 const text = (b: Buffer | null) => b?.toString() ?? null;
 const require = createRequire(import.meta.url);
-type EndTxn = (this: unknown, args: object) => Promise<unknown>;
+type BrokerRequest = (this: unknown, args: object) => Promise<unknown>;
 const Broker = require('kafkajs/src/broker/index.js') as {
   prototype: Record<
-    'endTxn' | 'endTxnV5' | 'addOffsetsToTxn' | 'txnOffsetCommit' | 'txnOffsetCommitV5',
-    EndTxn
+    'produce' | 'endTxn' | 'endTxnV5' | 'addOffsetsToTxn' | 'txnOffsetCommit' | 'txnOffsetCommitV5',
+    BrokerRequest
   >;
 };
 const { KafkaJSRequestTimeoutError } = require('kafkajs/src/errors.js') as {
@@ -106,12 +106,38 @@ describe('transactional producer on a real broker', () => {
     const producer = await kafka.transactionalProducer({ transactionalId: uniqueName('tx') });
     onTestFinished(() => producer.close());
     const values = ['a', 'b', 'c', 'd'].map((c) => Buffer.alloc(400_000, c));
+    const produce = vi.spyOn(Broker.prototype, 'produce');
+    onTestFinished(() => produce.mockRestore());
     await producer.transaction(values.map((value, i) => ({ topic, key: `k${i}`, value })));
+    // Cut into requests of at most two records, none sent before the cut.
+    expect(produce).toHaveBeenCalledTimes(2);
 
     const reader = await collect(kafka, topic, 'read_committed');
     const seen = await reader.until((r) => r.length === 4);
     expect(seen.map((r) => r.value?.subarray(0, 1).toString())).toEqual(['a', 'b', 'c', 'd']);
     expect(seen.every((r) => r.value?.length === 400_000)).toBe(true);
+  });
+
+  it('sends a transaction larger than one batch in one request when no partition outgrows a batch', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['tx-spread'], 6);
+    const producer = await kafka.transactionalProducer({ transactionalId: uniqueName('tx') });
+    onTestFinished(() => producer.close());
+    const produce = vi.spyOn(Broker.prototype, 'produce');
+    onTestFinished(() => produce.mockRestore());
+    // 1.5 MB over six partitions by key: ~250 kB each.
+    const records = Array.from({ length: 60 }, (_, i) => ({
+      topic,
+      key: `k${i}`,
+      value: Buffer.alloc(25_000, i % 26),
+    }));
+    await producer.transaction(records);
+    expect(produce).toHaveBeenCalledTimes(1);
+
+    const reader = await collect(kafka, topic, 'read_committed');
+    const seen = await reader.until((r) => r.length === 60);
+    expect(new Set(seen.map((r) => r.partition)).size).toBeGreaterThan(1);
+    expect(seen.map((r) => r.key?.toString()).sort()).toEqual(records.map((r) => r.key).sort());
   });
 
   it('names the topic and the size of the largest record when the broker refuses a batch as too large', async () => {
