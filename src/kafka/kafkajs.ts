@@ -361,7 +361,9 @@ function installIntVarLong(): void {
  * the grouper, where a record's partition is first known, so only such a send is cut into smaller
  * ones (producer.ts), not every send larger than one batch: a 5,000-record connector transaction
  * spread over the alerts topic's partitions goes in one request. Not retriable, so kafkajs's own
- * retry hands it straight back. A partition of one record is the broker's to judge.
+ * retry hands it straight back. A partition of one record is the broker's to judge. Only sends
+ * marked in `cuttableMessages` (producer.ts's) are checked: any other kafkajs user in the process
+ * (the bench's bare producer) sends as before.
  */
 export class PartitionBatchTooLargeError extends Error {
   /** Starts its message; kafkajs logs the error at ERROR before handing it back (logging.ts). */
@@ -392,27 +394,31 @@ export class PartitionBatchTooLargeError extends Error {
   }
 }
 
+const CUTTABLE = Symbol.for('fraudlink.kafkajs.cuttable');
+(shared as Record<symbol, unknown>)[CUTTABLE] ??= new WeakSet<object>();
+/**
+ * The message lists (a send's `topicMessages[].messages`, which kafkajs hands the grouper as they
+ * are) whose send fix 15 may refuse: fraudlink's own, whose sender cuts a refused send. Any other
+ * kafkajs send is grouped as before, unchecked. Per process, like `originals`.
+ */
+export const cuttableMessages = (shared as Record<symbol, unknown>)[CUTTABLE] as WeakSet<object>;
+
 function installLinearGrouping(): void {
   if (originals.groupMessagesPerPartition) return;
   originals.groupMessagesPerPartition = require(groupModulePath) as Grouper;
   const grouped: Grouper = ({ topic, partitionMetadata, messages, partitioner }) => {
     const result: Record<number, unknown[]> = {};
     if (partitionMetadata.length === 0) return result;
-    const bytes: Record<number, number> = {};
+    const bytes: Record<number, number> | undefined = cuttableMessages.has(messages) ? {} : undefined;
     for (const message of messages) {
       const partition = partitioner({ topic, partitionMetadata, message });
       const list = result[partition];
-      const size = recordBytes(message as OutgoingRecord);
-      if (list) {
-        list.push(message);
-        bytes[partition] = (bytes[partition] as number) + size;
-        if ((bytes[partition] as number) > MAX_SEND_BYTES) {
-          throw new PartitionBatchTooLargeError(topic, partition, bytes[partition] as number);
-        }
-      } else {
-        result[partition] = [message];
-        bytes[partition] = size;
-      }
+      if (list) list.push(message);
+      else result[partition] = [message];
+      if (bytes === undefined) continue;
+      const total = (bytes[partition] ?? 0) + recordBytes(message as OutgoingRecord);
+      bytes[partition] = total;
+      if (list && total > MAX_SEND_BYTES) throw new PartitionBatchTooLargeError(topic, partition, total);
     }
     return result;
   };

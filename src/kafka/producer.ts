@@ -1,8 +1,8 @@
-import type { Kafka, Transaction as KafkajsTransaction } from 'kafkajs';
+import type { Kafka, Transaction as KafkajsTransaction, TopicMessages } from 'kafkajs';
 import { FencedError } from '../errors.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
 import { hasErrorType, toKafkaError } from './errors.ts';
-import kafkajs, { PartitionBatchTooLargeError } from './kafkajs.ts';
+import kafkajs, { cuttableMessages, PartitionBatchTooLargeError } from './kafkajs.ts';
 import { largestRecord, sendChunks, toTopicMessages } from './records.ts';
 import { keepTransactionProtocolV1, releaseTransactionProtocol } from './transaction-v2.ts';
 import type {
@@ -53,20 +53,27 @@ function fencingGuard(): Guard {
   };
 }
 
+/** kafkajs's topic messages of a send; `cuttable`: one fix 15 may refuse (see sendInBatches). */
+function topicMessagesOf(records: OutgoingRecord[], cuttable = false): TopicMessages[] {
+  const topicMessages = toTopicMessages(records);
+  if (cuttable) for (const { messages } of topicMessages) cuttableMessages.add(messages);
+  return topicMessages;
+}
+
 /**
  * Sends records in one produce request, or, when one partition's share would outgrow a record batch
  * (kafkajs.ts's fix 15 refuses such a send before any request), in consecutive requests of at most
  * `MAX_SEND_BYTES` each (sendChunks), in order. A MESSAGE_TOO_LARGE names the largest record.
  */
 async function sendInBatches(
-  send: (records: OutgoingRecord[]) => Promise<unknown>,
+  send: (records: OutgoingRecord[], cuttable?: boolean) => Promise<unknown>,
   records: OutgoingRecord[],
   what: string,
 ): Promise<void> {
   let chunk = records;
   try {
     try {
-      await send(records);
+      await send(records, true);
     } catch (err) {
       if (!PartitionBatchTooLargeError.is(err)) throw err;
       for (chunk of sendChunks(records)) await send(chunk);
@@ -99,9 +106,9 @@ function stepsOf(tx: KafkajsTransaction): Transaction {
     async send(records) {
       if (records.length === 0) return;
       await sendInBatches(
-        (chunk) =>
+        (chunk, cuttable) =>
           tx.sendBatch({
-            topicMessages: toTopicMessages(chunk),
+            topicMessages: topicMessagesOf(chunk, cuttable),
             acks: -1,
             compression: CompressionTypes.None,
           }),
@@ -217,7 +224,8 @@ export async function createProducer(kafka: Kafka): Promise<Producer> {
     async send(records) {
       if (records.length === 0) return;
       await sendInBatches(
-        (chunk) => producer.sendBatch({ topicMessages: toTopicMessages(chunk), acks: -1 }),
+        (chunk, cuttable) =>
+          producer.sendBatch({ topicMessages: topicMessagesOf(chunk, cuttable), acks: -1 }),
         records,
         'send failed',
       );
