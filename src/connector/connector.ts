@@ -65,7 +65,8 @@ const swallow = () => {};
  * Longest time a caught-up connector goes without a transaction: it then commits its unchanged
  * cursor. A transactional id without transactions for `transactional.id.expiration.ms` (7 days by
  * default) is forgotten by the broker, and the next AddPartitionsToTxn gets
- * INVALID_PRODUCER_ID_MAPPING, which reads as being fenced (exit 4).
+ * INVALID_PRODUCER_ID_MAPPING: the producer then takes a new producer id and runs the transaction
+ * again (producer.ts), which this commit spares.
  */
 const IDLE_COMMIT_MS = 60 * 60 * 1000;
 

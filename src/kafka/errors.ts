@@ -5,7 +5,8 @@ import { FencedError, KafkaError } from '../errors.ts';
  * with INVALID_PRODUCER_EPOCH (47), newer versions (transaction protocol v2) with PRODUCER_FENCED
  * (90, known to kafkajs through kafkajs.ts's fix 12). INVALID_PRODUCER_ID_MAPPING (49): the
  * coordinator no longer knows this producer's id, e.g. after a newer instance took the
- * transactional id over.
+ * transactional id over, or after it expired idle; `transaction()` (producer.ts) takes a new
+ * producer id once for the latter before reporting it.
  */
 const FENCING_TYPES = new Set(['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'INVALID_PRODUCER_ID_MAPPING']);
 const FENCING_CODES = new Set([47, 49, 90]);

@@ -1,4 +1,9 @@
-import type { Kafka, Transaction as KafkajsTransaction, TopicMessages } from 'kafkajs';
+import type {
+  Kafka,
+  Producer as KafkajsProducer,
+  Transaction as KafkajsTransaction,
+  TopicMessages,
+} from 'kafkajs';
 import { FencedError } from '../errors.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
 import { hasErrorType, toKafkaError } from './errors.ts';
@@ -159,28 +164,38 @@ export async function createTransactionalProducer(
   kafka: Kafka,
   options: TransactionalProducerOptions,
 ): Promise<TransactionalProducer> {
-  const producer = kafka.producer({
-    transactionalId: options.transactionalId,
-    transactionTimeout: options.transactionTimeoutMs ?? 60_000,
-    ...idempotent,
-  });
   const keptOnV1 = options.transactionProtocol === 'v1';
   if (keptOnV1) keepTransactionProtocolV1(options.transactionalId);
   const release = () => {
     if (keptOnV1) releaseTransactionProtocol(options.transactionalId);
   };
+  /** A kafkajs producer with its producer id: InitProducerId, which fences older instances. */
+  const open = async (): Promise<KafkajsProducer> => {
+    const created = kafka.producer({
+      transactionalId: options.transactionalId,
+      transactionTimeout: options.transactionTimeoutMs ?? 60_000,
+      ...idempotent,
+    });
+    try {
+      await created.connect();
+      // kafkajs runs the transactional InitProducerId lazily, at the first transaction: begin and
+      // abort an empty one now so that creating this producer fences any older instance at once.
+      const first = await created.transaction();
+      await first.abort();
+      return created;
+    } catch (err) {
+      await created.disconnect().catch(() => {});
+      throw toKafkaError(err, `initialise transactional producer ${options.transactionalId}`);
+    }
+  };
+  let producer: KafkajsProducer;
   try {
-    await producer.connect();
-    // kafkajs runs the transactional InitProducerId lazily, at the first transaction: begin and
-    // abort an empty one now so that creating this producer fences any older instance at once.
-    const first = await producer.transaction();
-    await first.abort();
+    producer = await open();
   } catch (err) {
-    await producer.disconnect().catch(() => {});
     release();
-    throw toKafkaError(err, `initialise transactional producer ${options.transactionalId}`);
+    throw err;
   }
-  const guard = fencingGuard();
+  let guard = fencingGuard();
   const begin = (): Promise<Transaction> =>
     guard(async () => {
       try {
@@ -189,17 +204,33 @@ export async function createTransactionalProducer(
         throw toKafkaError(err, 'begin transaction failed');
       }
     });
+  const runTransaction = async (records: OutgoingRecord[], txOptions: TransactionOptions) => {
+    const tx = await begin();
+    try {
+      await tx.send(records);
+      if (txOptions.consumerOffsets) await tx.sendOffsets(txOptions.consumerOffsets);
+      await tx.commit();
+    } catch (err) {
+      await tx.abort().catch(() => {});
+      throw err;
+    }
+  };
   return {
     begin,
     async transaction(records, txOptions: TransactionOptions = {}) {
-      const tx = await begin();
       try {
-        await tx.send(records);
-        if (txOptions.consumerOffsets) await tx.sendOffsets(txOptions.consumerOffsets);
-        await tx.commit();
+        await runTransaction(records, txOptions);
       } catch (err) {
-        await tx.abort().catch(() => {});
-        throw err;
+        if (!hasErrorType(err, 'INVALID_PRODUCER_ID_MAPPING')) throw err;
+        // The coordinator no longer knows this producer's id: a transactional id left without a
+        // transaction for `transactional.id.expiration.ms` (7 days by default) is forgotten, an idle
+        // verifier's for instance. Nothing of this transaction is committed (an id it does not know
+        // has no transaction there). A new producer id and the same transaction again, as a restart
+        // would do, without the restart; a second refusal is reported as fencing.
+        await producer.disconnect().catch(() => {});
+        producer = await open();
+        guard = fencingGuard();
+        await runTransaction(records, txOptions);
       }
     },
     async close() {

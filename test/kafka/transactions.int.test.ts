@@ -11,9 +11,18 @@ const require = createRequire(import.meta.url);
 type BrokerRequest = (this: unknown, args: object) => Promise<unknown>;
 const Broker = require('kafkajs/src/broker/index.js') as {
   prototype: Record<
-    'produce' | 'endTxn' | 'endTxnV5' | 'addOffsetsToTxn' | 'txnOffsetCommit' | 'txnOffsetCommitV5',
+    | 'produce'
+    | 'addPartitionsToTxn'
+    | 'endTxn'
+    | 'endTxnV5'
+    | 'addOffsetsToTxn'
+    | 'txnOffsetCommit'
+    | 'txnOffsetCommitV5',
     BrokerRequest
   >;
+};
+const { createErrorFromCode } = require('kafkajs/src/protocol/error.js') as {
+  createErrorFromCode: (code: number) => unknown;
 };
 const { KafkaJSRequestTimeoutError } = require('kafkajs/src/errors.js') as {
   KafkaJSRequestTimeoutError: new (message: string) => Error;
@@ -353,6 +362,33 @@ describe("Kafka's transaction protocols on a real broker (it finalizes transacti
       await expect
         .poll(() => admin.groupOffsets(groupId, topic), { timeout: 30_000 })
         .toEqual([{ partition: 0, offset: '7' }]);
+    });
+  }
+
+  for (const [protocol, method] of [
+    ['v1', 'addPartitionsToTxn'],
+    ['auto', 'produce'],
+  ] as const) {
+    it(`commits under a new producer id when the coordinator has forgotten the old one (${protocol})`, async () => {
+      const { kafka } = testClients();
+      const [topic = ''] = await testTopics(kafka, ['tx-expired-id']);
+      const producer = await kafka.transactionalProducer({
+        transactionalId: uniqueName('tx-expired-id'),
+        transactionProtocol: protocol,
+      });
+      onTestFinished(() => producer.close());
+      await producer.transaction([{ topic, key: 'k', value: Buffer.from('before') }]);
+      // What the coordinator answers once transactional.id.expiration.ms (7 days) has passed idle.
+      const forgotten = vi
+        .spyOn(Broker.prototype, method)
+        .mockRejectedValueOnce(createErrorFromCode(49) as Error);
+      onTestFinished(() => forgotten.mockRestore());
+
+      await producer.transaction([{ topic, key: 'k', value: Buffer.from('after') }]);
+      expect(forgotten).toHaveBeenCalled();
+      const reader = await collect(kafka, topic, 'read_committed');
+      const seen = await reader.until((r) => r.some((x) => text(x.value) === 'after'));
+      expect(seen.map((x) => text(x.value))).toEqual(['before', 'after']);
     });
   }
 
