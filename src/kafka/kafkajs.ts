@@ -361,9 +361,11 @@ function installIntVarLong(): void {
  * the grouper, where a record's partition is first known, so only such a send is cut into smaller
  * ones (producer.ts), not every send larger than one batch: a 5,000-record connector transaction
  * spread over the alerts topic's partitions goes in one request. Not retriable, so kafkajs's own
- * retry hands it straight back. A partition of one record is the broker's to judge. Only sends
- * marked in `cuttableMessages` (producer.ts's) are checked: any other kafkajs user in the process
- * (the bench's bare producer) sends as before.
+ * retry hands it back (wrapped after a reconnect, see `is`). A partition of one record is the
+ * broker's to judge. Only sends marked in `cuttableMessages` (producer.ts's) are checked, and only
+ * at their first grouping: a retry after part of the send was written must not be refused, or the
+ * cut send would write that part twice. Any other kafkajs user in the process (the bench's bare
+ * producer) sends as before.
  */
 export class PartitionBatchTooLargeError extends Error {
   /** Starts its message; kafkajs logs the error at ERROR before handing it back (logging.ts). */
@@ -387,10 +389,17 @@ export class PartitionBatchTooLargeError extends Error {
 
   /**
    * By name, not `instanceof`: the grouper installed is the first evaluation's (see `originals`),
-   * and a test runner may evaluate this module, and so this class, again.
+   * and a test runner may evaluate this module, and so this class, again. Along the cause chain:
+   * kafkajs's retry wraps it in a KafkaJSNonRetriableError when sendMessages threw it on after
+   * reconnecting a cluster it found disconnected.
    */
-  static is(err: unknown): err is PartitionBatchTooLargeError {
-    return err instanceof Error && err.name === 'PartitionBatchTooLargeError';
+  static is(err: unknown): boolean {
+    const seen = new Set<unknown>();
+    for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+      if (e.name === 'PartitionBatchTooLargeError') return true;
+      seen.add(e);
+    }
+    return false;
   }
 }
 
@@ -409,7 +418,8 @@ function installLinearGrouping(): void {
   const grouped: Grouper = ({ topic, partitionMetadata, messages, partitioner }) => {
     const result: Record<number, unknown[]> = {};
     if (partitionMetadata.length === 0) return result;
-    const bytes: Record<number, number> | undefined = cuttableMessages.has(messages) ? {} : undefined;
+    // Checked once: a later grouping is a retry, which may follow a partly written send.
+    const bytes: Record<number, number> | undefined = cuttableMessages.delete(messages) ? {} : undefined;
     for (const message of messages) {
       const partition = partitioner({ topic, partitionMetadata, message });
       const list = result[partition];

@@ -192,8 +192,19 @@ describe('kafkajs grouping by partition', () => {
     }
     expect(PartitionBatchTooLargeError.is(refused)).toBe(true);
     expect(refused).toMatchObject({ topic: 't', partition: 1, retriable: false });
-    // Any other kafkajs send is grouped as before.
+    // Any other kafkajs send is grouped as before; so is a marked one grouped again (a retry).
     expect(grouper({ ...args([]), messages: one })).toEqual({ 1: one });
+    const retried = cuttable(Array.from({ length: 10 }, () => record(1)));
+    expect(() => grouper({ ...args([]), messages: retried })).toThrow();
+    expect(grouper({ ...args([]), messages: retried })).toEqual({ 1: retried });
+    // kafkajs's retry wraps it after a reconnect: still recognised.
+    const { KafkaJSNonRetriableError } = require('kafkajs/src/errors.js') as {
+      KafkaJSNonRetriableError: new (e: unknown, o: { cause: unknown }) => Error;
+    };
+    expect(PartitionBatchTooLargeError.is(new KafkaJSNonRetriableError(refused, { cause: refused }))).toBe(
+      true,
+    );
+    expect(PartitionBatchTooLargeError.is(new Error('other'))).toBe(false);
     const spread = cuttable(Array.from({ length: 10 }, (_, i) => record(i % 3)));
     expect(Object.values(grouper({ ...args([]), messages: spread })).map((l) => l.length)).toEqual([4, 3, 3]);
     // One record larger than a batch alone is the broker's to judge.
