@@ -26,13 +26,21 @@ const RECORD_OVERHEAD_BYTES = 32;
 const sizeOf = (value: string | Buffer | null | undefined): number =>
   value == null ? 0 : typeof value === 'string' ? Buffer.byteLength(value) : value.length;
 
-/** About the bytes a record takes in a record batch (at most a few bytes more than it does). */
+/** The bytes of a length as a record writes it: a zigzag varint, 7 bits a byte. */
+const lengthBytes = (n: number): number =>
+  n < 0x40 ? 1 : n < 0x2000 ? 2 : n < 0x10_0000 ? 3 : n < 0x800_0000 ? 4 : 5;
+
+/** About the bytes a record takes in a record batch (never fewer, at most a few bytes more). */
 export function recordBytes(record: OutgoingRecord): number {
   let bytes = RECORD_OVERHEAD_BYTES + sizeOf(record.key) + sizeOf(record.value);
   const headers = record.headers;
   if (headers) {
     // for...in, not Object.entries: no array per header on the connector's hot path.
-    for (const name in headers) bytes += 2 + sizeOf(name) + sizeOf(headers[name]);
+    for (const name in headers) {
+      const nameBytes = sizeOf(name);
+      const valueBytes = sizeOf(headers[name]);
+      bytes += lengthBytes(nameBytes) + nameBytes + lengthBytes(valueBytes) + valueBytes;
+    }
   }
   return bytes;
 }

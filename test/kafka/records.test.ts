@@ -102,6 +102,12 @@ describe('sends cut to the size a record batch may take', () => {
       expect(recordBytes(r) - written).toBeLessThan(40);
     }
     expect(recordBytes({ topic: 't', key: null, value: null })).toBeGreaterThan(0);
+    // Header lengths of 64 bytes and more take two-byte varints, forty of them beyond any slack.
+    const headers = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`h${i}`, 'v'.repeat(100)]));
+    const many = { ...record(500_000), headers };
+    const written = Record({ ...toMessage(many), offsetDelta: 2 ** 30, timestampDelta: 2 ** 30 }).size();
+    expect(recordBytes(many)).toBeGreaterThanOrEqual(written);
+    expect(recordBytes(many) - written).toBeLessThan(40);
   });
 
   it('counts a record batch at least at the bytes kafkajs writes for it, framing included', async () => {
