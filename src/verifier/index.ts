@@ -14,6 +14,9 @@ import { createVerifier } from './verifier.ts';
 const PARTITION_COUNT_TTL_MS = 60_000;
 /** Room in a DLQ record for the headers added to a request (error, source), with ample margin. */
 const DLQ_HEADROOM_BYTES = 16 * 1024;
+/** Kafka's `message.max.bytes` default (1 MiB + 12), and the largest value a topic config takes. */
+const BROKER_DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
+const INT32_MAX = 2 ** 31 - 1;
 
 export {
   createVerificationClient,
@@ -43,21 +46,27 @@ export async function startVerifier(
     { topic: v.repliesTopic, partitions: v.partitions, replicationFactor: v.replicationFactor, configs: {} },
   ]);
   // An unreadable request goes to the DLQ unchanged with headers added: a DLQ created here takes a
-  // little more than the largest request, so that any request the requests topic took fits.
+  // little more than the largest request, so that any request the requests topic took uncompressed
+  // fits (DLQ copies are sent uncompressed). Never less than the broker's default: several copies
+  // share one record batch of up to ~900 kB (MAX_SEND_BYTES). At most Kafka's int32 limit.
   const requestsMaxBytes = await admin.maxMessageBytes(v.requestsTopic);
+  const wantedDlqBytes = Math.min(
+    Math.max(requestsMaxBytes + DLQ_HEADROOM_BYTES, BROKER_DEFAULT_MAX_MESSAGE_BYTES),
+    INT32_MAX,
+  );
   await admin.provisionTopics([
     {
       topic: v.dlqTopic,
       partitions: 1,
       replicationFactor: v.replicationFactor,
       configs: {},
-      createConfigs: { 'max.message.bytes': String(requestsMaxBytes + DLQ_HEADROOM_BYTES) },
+      createConfigs: { 'max.message.bytes': String(wantedDlqBytes) },
     },
   ]);
   const dlqMaxBytes = await admin.maxMessageBytes(v.dlqTopic);
-  if (dlqMaxBytes < requestsMaxBytes + DLQ_HEADROOM_BYTES) {
+  if (dlqMaxBytes < wantedDlqBytes) {
     log.warn(
-      { dlqTopic: v.dlqTopic, dlqMaxBytes, requestsMaxBytes, headroom: DLQ_HEADROOM_BYTES },
+      { dlqTopic: v.dlqTopic, dlqMaxBytes, requestsMaxBytes, wanted: wantedDlqBytes },
       'the DLQ topic takes smaller records than the requests topic plus the DLQ headers: an ' +
         "unreadable request that large stops the verifier; raise the DLQ topic's max.message.bytes",
     );
