@@ -15,13 +15,14 @@ import { type EndTxnV5Result, transactionV2For, type Versions } from './transact
  * - EndTxn v5 returns the producer id and epoch for the next transaction (the epoch one higher,
  *   or a new id once the epoch is exhausted), and sequences start again at 0 under them.
  *
- * Beyond kafkajs, on either protocol, EndTxn is retried as Kafka's Java client retries it (kafkajs
- * sent it once): after a coordinator that moved or was not ready, a transaction still completing,
- * or a lost connection or response. The coordinator recognises a repeated EndTxn (v1: the same
- * epoch, the transaction already completed with that result; v2: the epoch before its bump) and
- * answers it as it answered the first, so a commit whose response was lost still commits once.
- * And TxnOffsetCommit's retry after a coordinator that moved or was loading now runs (see the codes
- * below).
+ * Beyond kafkajs, on either protocol, EndTxn and (v1) AddOffsetsToTxn are retried as Kafka's Java
+ * client retries them (kafkajs sent them once): after a coordinator that moved or was not ready, a
+ * transaction still completing, or a lost connection or response. The coordinator recognises a
+ * repeated EndTxn (v1: the same epoch, the transaction already completed with that result; v2: the
+ * epoch before its bump) and answers it as it answered the first, so a commit whose response was
+ * lost still commits once; a repeated AddOffsetsToTxn adds what is added already. And
+ * TxnOffsetCommit's retry after a coordinator that moved or was loading now runs (see the codes
+ * below), also after a lost connection or response: the same offsets, sent again.
  *
  * Installed in the CommonJS cache in place of kafkajs's module (kafkajs.ts), so kafkajs's producer
  * creates it.
@@ -210,8 +211,8 @@ export function createEosManager({
 
   /**
    * A request to the transaction coordinator, retried as the Java client retries it, within the
-   * producer's retry budget. The coordinator answers a repeated EndTxn or AddOffsetsToTxn as it
-   * answered the first, so a request whose response was lost is sent again.
+   * client's retry budget (`cluster.retry`, client.ts). The coordinator answers a repeated EndTxn or
+   * AddOffsetsToTxn as it answered the first, so a request whose response was lost is sent again.
    */
   function toTransactionCoordinator<T>(what: string, send: (coordinator: Broker) => Promise<T>): Promise<T> {
     return retrier(async (bail, retryCount, retryTime) => {
