@@ -38,6 +38,12 @@ export function hasErrorType(err: unknown, type: string): boolean {
   return false;
 }
 
+/** Whether an error of this `name` is anywhere in the chain (kafkajs wraps errors in its own). */
+export function hasErrorName(err: unknown, name: string): boolean {
+  for (const e of chain(err)) if (e.name === name) return true;
+  return false;
+}
+
 export function isFencing(err: unknown): boolean {
   for (const e of chain(err)) {
     if (e.type && FENCING_TYPES.has(e.type)) return true;

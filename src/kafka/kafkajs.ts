@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import type * as Kafkajs from 'kafkajs';
 import { createEosManager, eosManagerModulePath } from './eos-manager.ts';
 import { KAFKA_ERROR_CODES_AFTER_KAFKAJS } from './error-codes.ts';
+import { hasErrorName } from './errors.ts';
 import { MAX_SEND_BYTES, recordBytes } from './records.ts';
 import { installStableOffsetFetch, installTransactionV2 } from './transaction-v2.ts';
 import type { OutgoingRecord } from './types.ts';
@@ -394,12 +395,7 @@ export class PartitionBatchTooLargeError extends Error {
    * reconnecting a cluster it found disconnected.
    */
   static is(err: unknown): boolean {
-    const seen = new Set<unknown>();
-    for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
-      if (e.name === 'PartitionBatchTooLargeError') return true;
-      seen.add(e);
-    }
-    return false;
+    return hasErrorName(err, 'PartitionBatchTooLargeError');
   }
 }
 
