@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type * as Kafkajs from 'kafkajs';
+import { installCodecs } from './codecs.ts';
 import { createEosManager, eosManagerModulePath } from './eos-manager.ts';
 import { KAFKA_ERROR_CODES_AFTER_KAFKAJS } from './error-codes.ts';
 import { hasErrorName } from './errors.ts';
@@ -8,14 +9,14 @@ import { installStableOffsetFetch, installTransactionV2 } from './transaction-v2
 import type { OutgoingRecord } from './types.ts';
 
 /**
- * kafkajs, loaded once through here so ten fixes and five additions are in place before any of
+ * kafkajs, loaded once through here so ten fixes and six additions are in place before any of
  * its modules load (kafkajs has had no release since 2023): one fix to what read_committed consumers
  * see, seven to the producer's hot path, one to the consumer's and one to every connection's timers;
  * Kafka's transaction protocol v2 (11), its error codes since kafkajs (12), a hook before a
- * consumer joins its group (13), stable committed offsets (14) and a send refused before any
- * request when one partition's records outgrow a record batch (15). The producer fixes leave the
- * bytes on the wire unchanged (test/kafka/kafkajs-fixes.test.ts compares them with the original
- * code's).
+ * consumer joins its group (13), stable committed offsets (14), a send refused before any request
+ * when one partition's records outgrow a record batch (15) and Kafka's Snappy, LZ4 and ZSTD codecs
+ * (16, codecs.ts). The producer fixes leave the bytes on the wire unchanged
+ * (test/kafka/kafkajs-fixes.test.ts compares them with the original code's).
  *
  * 1. Aborted records of interleaved transactions. kafkajs's `filterAbortedMessages` switches on at
  * most ONE aborted transaction per message: when a fetch starts after the first offsets of two
@@ -97,6 +98,9 @@ import type { OutgoingRecord } from './types.ts';
  * over starts after what that transaction answered.
  *
  * 15. One partition's records outgrowing a record batch (`PartitionBatchTooLargeError`, below).
+ *
+ * 16. Compressed record batches (codecs.ts): kafkajs reads only gzip's, and a consumer crashed on the
+ * first Snappy, LZ4 or ZSTD batch it fetched, whichever producer or topic setting compressed it.
  *
  * Measured on the connector (HeapProfiler sampling, 14 s of a 1,000,000-row run): 5, 6 and 7 took
  * the main thread's allocations from 5.4 to 1.5 GB (~390 to ~110 MB/s). Before, V8 answered with a
@@ -874,4 +878,5 @@ installBeforeJoin();
 installStableOffsetFetch();
 
 const kafkajs = require('kafkajs') as typeof Kafkajs;
+installCodecs(kafkajs);
 export default kafkajs;

@@ -13,6 +13,7 @@ import { stackEnv, uniqueName } from '../helpers/stack.ts';
  */
 export interface HarnessTopics {
   requests?: Record<string, string>;
+  replies?: Record<string, string>;
   dlq?: Record<string, string> | false;
 }
 
@@ -41,7 +42,7 @@ export async function verifierHarness(sandboxOptions: SandboxOptions = {}, topic
   const admin = await kafka.admin();
   const created = [
     { topic: config.verifier.requestsTopic, configs: topics.requests ?? {} },
-    { topic: config.verifier.repliesTopic, configs: {} },
+    { topic: config.verifier.repliesTopic, configs: topics.replies ?? {} },
     ...(topics.dlq === false ? [] : [{ topic: config.verifier.dlqTopic, configs: topics.dlq ?? {} }]),
     { topic: `${prefix}.replies.custom`, configs: {} },
   ];

@@ -118,6 +118,28 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(await verifier.exited).toBe(0);
   });
 
+  it('reads requests and replies in batches the broker compressed (LZ4 requests, ZSTD replies), Avro and JSON', async () => {
+    // A topic's compression.type makes the broker recompress every batch with Kafka's Java codecs.
+    const h = await verifierHarness(
+      {},
+      { requests: { 'compression.type': 'lz4' }, replies: { 'compression.type': 'zstd' } },
+    );
+    const verifier = h.start();
+    await verifier.logLine(ready);
+    const holder = h.sandbox.holderName(IBAN);
+    const [avro, json] = await Promise.all([h.client('avro'), h.client('json')]);
+    const answers = await Promise.all([
+      avro.verify({ iban: IBAN, partyName: holder }),
+      json.verify({ iban: IBAN, partyName: 'Nobody At All' }),
+    ]);
+    expect(answers).toMatchObject([
+      { outcome: 'COMPLETED', nameMatch: 'MTCH' },
+      { outcome: 'COMPLETED', nameMatch: 'NMTC' },
+    ]);
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+  });
+
   it('serves a plain-JSON request from a non-TypeScript client, echoing a Spring binary correlation id and reply partition', async () => {
     const h = await verifierHarness();
     const producer = await h.kafka.producer();

@@ -1,0 +1,119 @@
+import { createRequire } from 'node:module';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
+import type * as Kafkajs from 'kafkajs';
+import type * as Lz4 from 'lz4-napi';
+import type * as Snappy from 'snappy';
+import { KafkaError } from '../errors.ts';
+
+/**
+ * Kafka's compression codecs for kafkajs, which decodes only gzip itself: a record batch compressed
+ * with Snappy, LZ4 or ZSTD (by a Java producer's `compression.type`, or by the broker when the
+ * topic's own `compression.type` names a codec) crashed every kafkajs consumer that fetched it,
+ * with "LZ4 compression not implemented". The codecs are registered through kafkajs's public
+ * `CompressionCodecs` table; the native libraries load at a codec's first use.
+ *
+ * - ZSTD: Node's own zlib (since Node 22.15).
+ * - LZ4: Kafka writes the LZ4 frame format (KIP-57), which lz4-napi reads and writes.
+ * - Snappy: Kafka's Java client writes snappy-java's stream format (the "xerial" framing: a 16-byte
+ *   header, then blocks each preceded by its 4-byte big-endian length); librdkafka and kafkajs
+ *   write one raw Snappy block. Both are read; sends are written raw, as kafkajs-snappy writes
+ *   them, which Java's snappy-java stream also reads. kafkajs-snappy (pure-JS snappyjs, one copy of
+ *   the whole output per block, block lengths unchecked) is not used.
+ *
+ * A batch that does not decompress fails the fetch with a KafkaError naming its codec: the consumer
+ * stops before its offsets move (SPEC §7) rather than skip records it could not read.
+ */
+
+const require = createRequire(import.meta.url);
+
+/** kafkajs's codec interface: `compress` gets the records' Encoder, `decompress` the batch's records. */
+interface Codec {
+  compress(encoder: { buffer: Buffer }): Promise<Buffer>;
+  decompress(buffer: Buffer): Promise<Buffer>;
+}
+
+let lz4: typeof Lz4 | undefined;
+let snappy: typeof Snappy | undefined;
+const lz4Module = () => (lz4 ??= require('lz4-napi') as typeof Lz4);
+const snappyModule = () => (snappy ??= require('snappy') as typeof Snappy);
+
+/** "\x82SNAPPY\0", then the stream format's version and oldest compatible version (int32 each). */
+const XERIAL_MAGIC = Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00]);
+const XERIAL_HEADER_BYTES = 16;
+const BLOCK_LENGTH_BYTES = 4;
+
+/** The raw Snappy blocks of a snappy-java stream; throws on a length that runs past the end. */
+export function xerialBlocks(buffer: Buffer): Buffer[] {
+  const blocks: Buffer[] = [];
+  let offset = XERIAL_HEADER_BYTES;
+  while (offset < buffer.length) {
+    if (offset + BLOCK_LENGTH_BYTES > buffer.length) {
+      throw new Error(`snappy-java stream cut within a block length, at byte ${offset} of ${buffer.length}`);
+    }
+    const length = buffer.readUInt32BE(offset);
+    offset += BLOCK_LENGTH_BYTES;
+    if (offset + length > buffer.length) {
+      throw new Error(
+        `snappy-java block of ${length} bytes at byte ${offset} runs past the stream's end (${buffer.length} bytes)`,
+      );
+    }
+    blocks.push(buffer.subarray(offset, offset + length));
+    offset += length;
+  }
+  return blocks;
+}
+
+export const isXerial = (buffer: Buffer) =>
+  buffer.length >= XERIAL_HEADER_BYTES && buffer.subarray(0, XERIAL_MAGIC.length).equals(XERIAL_MAGIC);
+
+async function snappyDecompress(buffer: Buffer): Promise<Buffer> {
+  const { uncompress } = snappyModule();
+  if (!isXerial(buffer)) return (await uncompress(buffer, { asBuffer: true })) as Buffer;
+  const blocks = await Promise.all(
+    xerialBlocks(buffer).map(async (block) => (await uncompress(block, { asBuffer: true })) as Buffer),
+  );
+  return Buffer.concat(blocks);
+}
+
+const zstdCompress = promisify(zlib.zstdCompress);
+const zstdDecompress = promisify(zlib.zstdDecompress);
+
+/** A codec whose decompression failures name the codec and the batch's compressed size. */
+function codec(
+  name: string,
+  compress: (data: Buffer) => Promise<Buffer>,
+  decompress: typeof compress,
+): Codec {
+  return {
+    compress: (encoder) => compress(encoder.buffer),
+    async decompress(buffer) {
+      try {
+        return await decompress(buffer);
+      } catch (err) {
+        throw new KafkaError(
+          `could not decompress a ${name} record batch (${buffer.length} bytes compressed): ` +
+            (err instanceof Error ? err.message : String(err)),
+          { cause: err },
+        );
+      }
+    },
+  };
+}
+
+export const CODECS = {
+  Snappy: codec('Snappy', (data) => snappyModule().compress(data), snappyDecompress),
+  LZ4: codec(
+    'LZ4',
+    (data) => lz4Module().compressFrame(data),
+    (data) => lz4Module().decompressFrame(data),
+  ),
+  ZSTD: codec('ZSTD', zstdCompress, zstdDecompress),
+} as const;
+
+/** Registers the Snappy, LZ4 and ZSTD codecs with kafkajs (it has gzip's). */
+export function installCodecs({ CompressionCodecs, CompressionTypes }: typeof Kafkajs): void {
+  CompressionCodecs[CompressionTypes.Snappy] = () => CODECS.Snappy;
+  CompressionCodecs[CompressionTypes.LZ4] = () => CODECS.LZ4;
+  CompressionCodecs[CompressionTypes.ZSTD] = () => CODECS.ZSTD;
+}
