@@ -11,10 +11,15 @@ export interface ApiConfig {
   tls?: { certFile?: string; keyFile?: string; caFile?: string };
 }
 
+/** Kafka's codecs, as its producers' `compression.type` names them. */
+export type KafkaCompression = 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd';
+
 export interface KafkaConfig {
   brokers: string[];
   clientId: string;
   ssl: boolean;
+  /** Codec of the record batches fraudlink's producers write; `none` when unset. */
+  compression?: KafkaCompression;
   sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
 }
 
@@ -132,6 +137,7 @@ function kafkaOf(e: z.output<z.ZodObject<typeof kafkaEnv>>): {
     brokers: e.KAFKA_BROKERS.split(',').map((b) => b.trim()),
     clientId: e.KAFKA_CLIENT_ID,
     ssl: e.KAFKA_SSL,
+    compression: e.KAFKA_COMPRESSION,
   };
   if (e.KAFKA_SASL_MECHANISM && e.KAFKA_SASL_USERNAME && e.KAFKA_SASL_PASSWORD) {
     kafka.sasl = {

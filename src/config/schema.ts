@@ -69,6 +69,9 @@ const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'si
 const saslMechanism = z.enum(['plain', 'scram-sha-256', 'scram-sha-512'], {
   message: 'must be plain, scram-sha-256 or scram-sha-512',
 });
+const compression = z.enum(['none', 'gzip', 'snappy', 'lz4', 'zstd'], {
+  message: 'must be none, gzip, snappy, lz4 or zstd',
+});
 
 /** Variables of the upstream HTTP service. */
 export const apiEnv = {
@@ -89,6 +92,7 @@ export const kafkaEnv = {
   KAFKA_BROKERS: brokerList,
   KAFKA_CLIENT_ID: text.default('fraudlink'),
   KAFKA_SSL: flag.default(false),
+  KAFKA_COMPRESSION: compression.default('none'),
   KAFKA_SASL_MECHANISM: saslMechanism.optional(),
   KAFKA_SASL_USERNAME: text.optional(),
   KAFKA_SASL_PASSWORD: text.optional(),

@@ -57,8 +57,8 @@ export function createKafkaClient({ config, logger, retry }: KafkaClientOptions)
 
   return {
     admin,
-    transactionalProducer: (o) => createTransactionalProducer(kafka, o),
-    producer: () => createProducer(kafka),
+    transactionalProducer: (o) => createTransactionalProducer(kafka, o, config.compression),
+    producer: () => createProducer(kafka, config.compression),
     groupConsumer: (o) => createGroupConsumer(kafka, o),
     async readTopic(topic, onRecords, o) {
       const a = await admin();

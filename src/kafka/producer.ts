@@ -4,6 +4,7 @@ import type {
   Transaction as KafkajsTransaction,
   TopicMessages,
 } from 'kafkajs';
+import type { KafkaCompression } from '../config/index.ts';
 import { FencedError } from '../errors.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
 import { hasErrorType, toKafkaError } from './errors.ts';
@@ -21,6 +22,15 @@ import type {
 
 // kafkajs is CommonJS: its values come through the default export.
 const { CompressionTypes, Partitioners } = kafkajs;
+
+/** kafkajs's codec ids; all but gzip's are fraudlink's (codecs.ts). */
+const CODEC_IDS: Record<KafkaCompression, number> = {
+  none: CompressionTypes.None,
+  gzip: CompressionTypes.GZIP,
+  snappy: CompressionTypes.Snappy,
+  lz4: CompressionTypes.LZ4,
+  zstd: CompressionTypes.ZSTD,
+};
 
 // kafkajs issue #304: commit() returns before the broker has written its markers, so the next
 // transaction's first AddPartitionsToTxn often gets CONCURRENT_TRANSACTIONS and waits out
@@ -95,8 +105,8 @@ async function sendInBatches(
   }
 }
 
-function wrapTransaction(tx: KafkajsTransaction, guard: Guard): Transaction {
-  const steps = stepsOf(tx);
+function wrapTransaction(tx: KafkajsTransaction, guard: Guard, compression: number): Transaction {
+  const steps = stepsOf(tx, compression);
   return {
     send: (records) => guard(() => steps.send(records)),
     sendOffsets: (offsets) => guard(() => steps.sendOffsets(offsets)),
@@ -106,7 +116,7 @@ function wrapTransaction(tx: KafkajsTransaction, guard: Guard): Transaction {
   };
 }
 
-function stepsOf(tx: KafkajsTransaction): Transaction {
+function stepsOf(tx: KafkajsTransaction, compression: number): Transaction {
   return {
     async send(records) {
       if (records.length === 0) return;
@@ -115,7 +125,7 @@ function stepsOf(tx: KafkajsTransaction): Transaction {
           tx.sendBatch({
             topicMessages: topicMessagesOf(chunk, cuttable),
             acks: -1,
-            compression: CompressionTypes.None,
+            compression,
           }),
         records,
         'send in transaction failed',
@@ -163,7 +173,9 @@ function stepsOf(tx: KafkajsTransaction): Transaction {
 export async function createTransactionalProducer(
   kafka: Kafka,
   options: TransactionalProducerOptions,
+  compression: KafkaCompression = 'none',
 ): Promise<TransactionalProducer> {
+  const codec = CODEC_IDS[compression];
   const keptOnV1 = options.transactionProtocol === 'v1';
   if (keptOnV1) keepTransactionProtocolV1(options.transactionalId);
   const release = () => {
@@ -199,7 +211,7 @@ export async function createTransactionalProducer(
   const begin = (): Promise<Transaction> =>
     guard(async () => {
       try {
-        return wrapTransaction(await producer.transaction(), guard);
+        return wrapTransaction(await producer.transaction(), guard, codec);
       } catch (err) {
         throw toKafkaError(err, 'begin transaction failed');
       }
@@ -244,7 +256,11 @@ export async function createTransactionalProducer(
 }
 
 /** An idempotent, non-transactional producer (requesters, tests). */
-export async function createProducer(kafka: Kafka): Promise<Producer> {
+export async function createProducer(
+  kafka: Kafka,
+  compression: KafkaCompression = 'none',
+): Promise<Producer> {
+  const codec = CODEC_IDS[compression];
   const producer = kafka.producer(idempotent);
   try {
     await producer.connect();
@@ -256,7 +272,11 @@ export async function createProducer(kafka: Kafka): Promise<Producer> {
       if (records.length === 0) return;
       await sendInBatches(
         (chunk, cuttable) =>
-          producer.sendBatch({ topicMessages: topicMessagesOf(chunk, cuttable), acks: -1 }),
+          producer.sendBatch({
+            topicMessages: topicMessagesOf(chunk, cuttable),
+            acks: -1,
+            compression: codec,
+          }),
         records,
         'send failed',
       );

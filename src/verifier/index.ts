@@ -113,7 +113,9 @@ export async function startVerifier(
     registry,
     replyEncoder,
     partitionCount,
-    dlqMaxBytes,
+    // A compressed copy's size is known only once kafkajs has compressed its batch: the broker judges
+    // it (MESSAGE_TOO_LARGE then stops the verifier, naming the DLQ topic and the copy's size).
+    dlqMaxBytes: (config.kafka.compression ?? 'none') === 'none' ? dlqMaxBytes : Number.POSITIVE_INFINITY,
     metrics,
     logger: log,
     kafka,

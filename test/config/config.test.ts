@@ -121,6 +121,14 @@ describe('configuration', () => {
     expect(config.verifier.replyTopicsAllowed.test('payments.replies')).toBe(false);
   });
 
+  it("takes one of Kafka's codecs for KAFKA_COMPRESSION, none by default, and refuses any other", () => {
+    expect(loadVerifierConfig(minimal).kafka.compression).toBe('none');
+    expect(loadReplayConfig({ ...minimal, KAFKA_COMPRESSION: 'zstd' }).kafka.compression).toBe('zstd');
+    expect(problemsOf(() => loadVerifierConfig({ ...minimal, KAFKA_COMPRESSION: 'brotli' }))).toEqual([
+      { variable: 'KAFKA_COMPRESSION', message: 'must be none, gzip, snappy, lz4 or zstd' },
+    ]);
+  });
+
   it('refuses a reply allow-list that is not a regular expression', () => {
     expect(problemsOf(() => loadVerifierConfig({ ...minimal, VERIFY_REPLY_TOPICS: '([' }))).toEqual([
       { variable: 'VERIFY_REPLY_TOPICS', message: 'must be a valid regular expression' },

@@ -1,8 +1,11 @@
-import { describe, expect, it, onTestFinished } from 'vitest';
-import type { IncomingRecord, KafkaClient } from '../../src/kafka/index.ts';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
+import { type KafkaCompression, loadReplayConfig } from '../../src/config/index.ts';
+import { CODECS } from '../../src/kafka/codecs.ts';
+import { createKafkaClient, type IncomingRecord, type KafkaClient } from '../../src/kafka/index.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
+import { silentLogger } from '../../src/logger.ts';
 import { testClients, testTopics } from '../helpers/kafka.ts';
-import { stackEnv } from '../helpers/stack.ts';
+import { stackEnv, uniqueName } from '../helpers/stack.ts';
 
 const { CompressionTypes } = kafkajs;
 
@@ -33,8 +36,17 @@ async function readAll(kafka: KafkaClient, topic: string): Promise<IncomingRecor
   return got;
 }
 
+/** Counts the calls of one of fraudlink's codecs' `method` during the test. */
+function spyOnCodec(codec: keyof typeof CODECS, method: 'compress' | 'decompress') {
+  const spy = vi.spyOn(CODECS[codec], method);
+  onTestFinished(() => spy.mockRestore());
+  return spy;
+}
+
+const CODEC_KEYS = { snappy: 'Snappy', lz4: 'LZ4', zstd: 'ZSTD' } as const;
+
 describe("Kafka's compression codecs (a real broker)", () => {
-  it.each(['gzip', 'snappy', 'lz4', 'zstd'])(
+  it.each(['gzip', 'snappy', 'lz4', 'zstd'] as const)(
     'reads batches the broker compressed with %s for the topic',
     async (codec) => {
       const { kafka } = testClients();
@@ -43,8 +55,11 @@ describe("Kafka's compression codecs (a real broker)", () => {
       const producer = await kafka.producer();
       onTestFinished(() => producer.close());
       await producer.send(records(topic));
+      const decompressed = codec === 'gzip' ? undefined : spyOnCodec(CODEC_KEYS[codec], 'decompress');
 
       expect(seen(await readAll(kafka, topic))).toEqual(expected(topic));
+      // The broker did recompress: every batch read passed the codec.
+      if (decompressed) expect(decompressed).toHaveBeenCalled();
     },
   );
 
@@ -63,14 +78,37 @@ describe("Kafka's compression codecs (a real broker)", () => {
       const producer = client.producer();
       await producer.connect();
       onTestFinished(() => producer.disconnect());
-      const sent = records(topic);
       await producer.send({
         topic,
         compression: type,
-        messages: sent.map(({ key, value, headers }) => ({ key, value, headers })),
+        messages: records(topic).map(({ key, value, headers }) => ({ key, value, headers })),
       });
 
       expect(seen(await readAll(kafka, topic))).toEqual(expected(topic));
+    },
+  );
+
+  it.each(['snappy', 'lz4', 'zstd'] as const)(
+    "compresses what this layer's producers send with KAFKA_COMPRESSION=%s, in transactions and out",
+    async (compression: Exclude<KafkaCompression, 'none' | 'gzip'>) => {
+      const config = loadReplayConfig({ ...stackEnv(), KAFKA_COMPRESSION: compression });
+      const kafka = createKafkaClient({ config: config.kafka, logger: silentLogger() });
+      const [plain = '', transactional = ''] = await testTopics(kafka, ['codec-plain', 'codec-tx'], 2, {
+        'compression.type': 'producer',
+      });
+      const compressed = spyOnCodec(CODEC_KEYS[compression], 'compress');
+      const producer = await kafka.producer();
+      onTestFinished(() => producer.close());
+      await producer.send(records(plain));
+      const txProducer = await kafka.transactionalProducer({ transactionalId: uniqueName('codec') });
+      onTestFinished(() => txProducer.close());
+      await txProducer.transaction(records(transactional));
+      // One batch per partition and send: two sends over two partitions.
+      expect(compressed.mock.calls.length).toBeGreaterThanOrEqual(4);
+      const decompressed = spyOnCodec(CODEC_KEYS[compression], 'decompress');
+
+      expect(seen(await readAll(kafka, plain))).toEqual(expected(plain));
+      expect(decompressed).toHaveBeenCalled();
     },
   );
 });

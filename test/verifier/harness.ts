@@ -58,7 +58,8 @@ export async function verifierHarness(sandboxOptions: SandboxOptions = {}, topic
       .catch(() => {});
     await admin.close();
   });
-  const start = (instance = 'one') => runCli(['verifier', '--instance-id', instance], env);
+  const start = (instance = 'one', extraEnv: Record<string, string> = {}) =>
+    runCli(['verifier', '--instance-id', instance], { ...env, ...extraEnv });
   return {
     sandbox,
     env,

@@ -85,6 +85,7 @@ API_TLS_CA: {{ printf "/etc/fraudlink/api-tls/%s" .caKey | quote }}
 KAFKA_BROKERS: {{ required "kafka.brokers is required (comma-separated host:port)" .Values.kafka.brokers | quote }}
 KAFKA_CLIENT_ID: {{ .Values.kafka.clientId | quote }}
 KAFKA_SSL: {{ .Values.kafka.ssl | quote }}
+KAFKA_COMPRESSION: {{ .Values.kafka.compression | quote }}
 {{- if .Values.kafka.sasl.mechanism }}
 KAFKA_SASL_MECHANISM: {{ .Values.kafka.sasl.mechanism | quote }}
 KAFKA_SASL_USERNAME: {{ required "kafka.sasl.username is required with kafka.sasl.mechanism" .Values.kafka.sasl.username | quote }}
