@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { TimeoutError } from '../../src/errors.ts';
 import { CODECS } from '../../src/kafka/codecs.ts';
@@ -323,6 +324,31 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     );
     const committed = await h.admin.groupOffsets(h.config.verifier.groupId, h.config.verifier.requestsTopic);
     expect(committed.find((c) => c.partition === 1)?.offset ?? '-1').toBe('-1');
+  });
+
+  it('with KAFKA_COMPRESSION, copies an unreadable request that fits the DLQ compressed, and stops on one that does not', async () => {
+    const h = await verifierHarness({}, { dlq: { 'max.message.bytes': '4000' } });
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    const dlq = await collect(h.kafka, h.config.verifier.dlqTopic);
+    const verifier = h.start('one', { KAFKA_COMPRESSION: 'zstd' });
+    await verifier.logLine(ready);
+    const { requestsTopic, dlqTopic } = h.config.verifier;
+    // 5,000 bytes: over the DLQ's 4,000 as they are, far under once compressed.
+    await producer.send([
+      { topic: requestsTopic, key: 'alike', partition: 1, value: Buffer.alloc(5_000, 'x') },
+    ]);
+    const [copy] = await dlq.until((r) => r.length >= 1);
+    expect(copy?.value).toEqual(Buffer.alloc(5_000, 'x'));
+    // Random bytes do not compress: the broker refuses the copy, and the verifier stops before
+    // committing the request's offset.
+    await producer.send([{ topic: requestsTopic, key: 'noise', partition: 1, value: randomBytes(5_000) }]);
+    expect(await verifier.exited).toBe(1);
+    expect(verifier.stderr()).toMatch(
+      new RegExp(`largest record \\d+ bytes as a batch, for topic ${dlqTopic}`),
+    );
+    const committed = await h.admin.groupOffsets(h.config.verifier.groupId, requestsTopic);
+    expect(committed.find((c) => c.partition === 1)?.offset).toBe('1');
   });
 
   it('gives every request exactly one reply even when the verifier is killed with SIGKILL mid-load', async () => {
