@@ -55,6 +55,8 @@ async function connectorRun(stack: { brokers: string; registryUrl: string; kafka
     ALERTS_TOPIC_PARTITIONS: '6',
     HTTP_HOST: '127.0.0.1',
     HTTP_PORT: String(port),
+    // The codec to measure, when set (uncompressed otherwise, as by default).
+    ...(process.env.KAFKA_COMPRESSION !== undefined && { KAFKA_COMPRESSION: process.env.KAFKA_COMPRESSION }),
   });
   const metrics = `http://127.0.0.1:${port}/metrics`;
   await until(
@@ -100,7 +102,9 @@ export async function run(): Promise<void> {
       imageEnv,
     )
       .map(([k, v]) => `${k}=${v}`)
-      .join(' ')}${childMemoryLimitMb ? `, in a ${childMemoryLimitMb} MiB memory cgroup` : ''}`,
+      .join(
+        ' ',
+      )}${childMemoryLimitMb ? `, in a ${childMemoryLimitMb} MiB memory cgroup` : ''}, KAFKA_COMPRESSION=${process.env.KAFKA_COMPRESSION ?? 'none'}`,
   );
   console.log(
     `bare kafkajs transactional producer (stock kafkajs, own process), the connector's own records (key, Avro value, 3 headers): ${fmt(bare)} records/s`,
