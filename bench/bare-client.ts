@@ -1,5 +1,5 @@
-// What the bare-client scripts (bench/bare-*.ts) share. Nothing here may load src/kafka: the bare
-// clients run stock kafkajs unless BARE_KAFKAJS_FIXES=1 asks for fraudlink's fixes.
+// What the bare-client scripts (bench/bare-*.ts) share. Nothing here may load src/kafka's kafkajs.ts:
+// the bare clients run stock kafkajs unless BARE_KAFKAJS_FIXES=1 asks for fraudlink's fixes.
 import type * as Kafkajs from 'kafkajs';
 import { requiredEnv } from './env.ts';
 

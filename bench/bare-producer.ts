@@ -5,6 +5,7 @@
 // in BARE_TX-record transactions and prints `{"rate": records/s, "cpuMs": ...}` on stdout.
 import { randomUUID } from 'node:crypto';
 import type * as Kafkajs from 'kafkajs';
+import { installCodecs } from '../src/kafka/codecs.ts';
 import { bareKafka, type KafkajsModule } from './bare-client.ts';
 import { countEnv, requiredEnv } from './env.ts';
 
@@ -39,7 +40,8 @@ async function recordsOf(kafka: Kafkajs.Kafka, topic: string, n: number): Promis
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   const out: Kafkajs.Message[] = [];
-  await new Promise<void>((resolve) => {
+  await new Promise<void>((resolve, reject) => {
+    consumer.on(consumer.events.CRASH, ({ payload }) => reject(payload.error));
     void consumer.run({
       eachBatch: async ({ batch }) => {
         for (const m of batch.messages) {
@@ -55,6 +57,10 @@ async function recordsOf(kafka: Kafkajs.Kafka, topic: string, n: number): Promis
 
 async function main(): Promise<void> {
   const { kafkajs, kafka } = await bareKafka();
+  // The connector may have written its topic compressed (KAFKA_COMPRESSION), which stock kafkajs
+  // cannot read: its codec table gets fraudlink's codecs, nothing else. The producer measured sends
+  // uncompressed either way.
+  installCodecs(kafkajs);
   const rows = countEnv('BARE_ROWS');
   const tx = countEnv('BARE_TX');
   const messages = await recordsOf(kafka, requiredEnv('BARE_SOURCE_TOPIC'), rows);
