@@ -34,24 +34,43 @@ export async function bareTransactionalProducer(
   return producer;
 }
 
-/** The connector's own records, read back from its topic: "the same records". */
+/**
+ * The connector's own records, read back from its topic: "the same records", in the connector's
+ * order across partitions. A fetch hands each partition's records over in runs (up to a whole
+ * partition when the topic is compressed), so the partitions are interleaved again, round robin,
+ * as the connector's transactions spread over them: taken in fetch order, a 5,000-record
+ * transaction fell on one or two partitions (one of ~1.4 MB on a compressed topic, which the
+ * broker refuses).
+ */
 async function recordsOf(kafka: Kafkajs.Kafka, topic: string, n: number): Promise<Kafkajs.Message[]> {
   const consumer = kafka.consumer({ groupId: `bench-read-${randomUUID()}`, maxBytes: 16 * 1024 * 1024 });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
-  const out: Kafkajs.Message[] = [];
+  const byPartition = new Map<number, Kafkajs.Message[]>();
+  let count = 0;
   await new Promise<void>((resolve, reject) => {
     consumer.on(consumer.events.CRASH, ({ payload }) => reject(payload.error));
     void consumer.run({
       eachBatch: async ({ batch }) => {
+        const list = byPartition.get(batch.partition) ?? [];
+        byPartition.set(batch.partition, list);
         for (const m of batch.messages) {
-          if (m.value) out.push({ key: m.key, value: m.value, headers: m.headers });
+          if (m.value) list.push({ key: m.key, value: m.value, headers: m.headers });
         }
-        if (out.length >= n) resolve();
+        count += batch.messages.length;
+        if (count >= n) resolve();
       },
     });
   });
   await consumer.disconnect();
+  const lists = [...byPartition.values()];
+  const out: Kafkajs.Message[] = [];
+  for (let i = 0; out.length < n && lists.some((l) => i < l.length); i++) {
+    for (const list of lists) {
+      const m = list[i];
+      if (m) out.push(m);
+    }
+  }
   return out.slice(0, n);
 }
 
