@@ -6,6 +6,7 @@
 // first pass warms the JIT, as the replay it is compared with runs in a warm process.
 import { randomUUID } from 'node:crypto';
 import type * as Kafkajs from 'kafkajs';
+import { installCodecs } from '../src/kafka/codecs.ts';
 import { bareKafka } from './bare-client.ts';
 import { countEnv, requiredEnv } from './env.ts';
 
@@ -21,7 +22,8 @@ async function readAll(kafka: Kafkajs.Kafka, topic: string, events: number) {
   let read = 0;
   const cpu = process.cpuUsage();
   const started = performance.now();
-  await new Promise<void>((resolve) => {
+  await new Promise<void>((resolve, reject) => {
+    consumer.on(consumer.events.CRASH, ({ payload }) => reject(payload.error));
     void consumer.run({
       eachBatch: async ({ batch }) => {
         read += batch.messages.length;
@@ -36,7 +38,10 @@ async function readAll(kafka: Kafkajs.Kafka, topic: string, events: number) {
 }
 
 async function main(): Promise<void> {
-  const { kafka } = await bareKafka();
+  const { kafkajs, kafka } = await bareKafka();
+  // The topic may be written compressed (KAFKA_COMPRESSION), which stock kafkajs cannot read: its
+  // codec table gets fraudlink's codecs, nothing else.
+  installCodecs(kafkajs);
   const topic = requiredEnv('BARE_TOPIC');
   const events = countEnv('BARE_EVENTS');
   let result = { rate: 0, cpuMs: 0 };

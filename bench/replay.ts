@@ -2,6 +2,8 @@
 // (stock, and with fraudlink's kafkajs fixes) reading the same topic without decoding, in
 // alternating rounds of one run.
 import { randomUUID } from 'node:crypto';
+import type { KafkaCompression } from '../src/config/index.ts';
+import { CODEC_IDS } from '../src/kafka/codecs.ts';
 import { createSchemaRegistry } from '../src/kafka/index.ts';
 // Through src/kafka, as replayAlerts loads it: fraudlink's fixes are in place before any kafkajs module.
 import kafkajs from '../src/kafka/kafkajs.ts';
@@ -27,6 +29,11 @@ export async function run(): Promise<void> {
   const registry = createSchemaRegistry({ url: stack.registryUrl });
   const upserted = await registry.encoder(topic, loadSchema(SchemaNames.AlertUpserted));
   const deactivated = await registry.encoder(topic, loadSchema(SchemaNames.AlertDeactivated));
+  // The topic is written with KAFKA_COMPRESSION's codec when set, so that replay reads it as it
+  // would read a compressed alerts topic.
+  const codec = (process.env.KAFKA_COMPRESSION ?? 'none') as KafkaCompression;
+  const compression = CODEC_IDS[codec];
+  if (compression === undefined) throw new Error(`KAFKA_COMPRESSION=${codec}: not one of Kafka's codecs`);
   const producer = kafka.producer({ createPartitioner: kafkajs.Partitioners.DefaultPartitioner });
   await producer.connect();
   const fill = performance.now();
@@ -47,11 +54,11 @@ export async function run(): Promise<void> {
       };
       return { key: iban, value: n % 10 === 9 ? deactivated.encode(value) : upserted.encode(value) };
     });
-    await producer.send({ topic, messages });
+    await producer.send({ topic, messages, compression });
   }
   await producer.disconnect();
   console.log(
-    `wrote ${fmt(events)} events over ${fmt(ibans)} IBANs in ${((performance.now() - fill) / 1000).toFixed(1)} s`,
+    `wrote ${fmt(events)} events over ${fmt(ibans)} IBANs (KAFKA_COMPRESSION=${codec}) in ${((performance.now() - fill) / 1000).toFixed(1)} s`,
   );
 
   // Bare kafkajs consumers, no decoding, each in a process of its own (bench/bare-consumer.ts): stock

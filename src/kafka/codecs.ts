@@ -4,6 +4,7 @@ import zlib from 'node:zlib';
 import type * as Kafkajs from 'kafkajs';
 import type * as Lz4 from 'lz4-napi';
 import type * as Snappy from 'snappy';
+import type { KafkaCompression } from '../config/index.ts';
 import { KafkaError } from '../errors.ts';
 
 /**
@@ -110,6 +111,9 @@ export const CODECS = {
   ),
   ZSTD: codec('ZSTD', zstdCompress, zstdDecompress),
 } as const;
+
+/** Kafka's codec ids (a record batch's attribute bits, kafkajs's `CompressionTypes`), by name. */
+export const CODEC_IDS: Record<KafkaCompression, number> = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 };
 
 /** Registers the Snappy, LZ4 and ZSTD codecs with kafkajs (it has gzip's). */
 export function installCodecs({ CompressionCodecs, CompressionTypes }: typeof Kafkajs): void {

@@ -6,6 +6,7 @@ import type {
 } from 'kafkajs';
 import type { KafkaCompression } from '../config/index.ts';
 import { FencedError } from '../errors.ts';
+import { CODEC_IDS } from './codecs.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
 import { hasErrorType, toKafkaError } from './errors.ts';
 import kafkajs, { cuttableMessages, PartitionBatchTooLargeError } from './kafkajs.ts';
@@ -21,16 +22,7 @@ import type {
 } from './types.ts';
 
 // kafkajs is CommonJS: its values come through the default export.
-const { CompressionTypes, Partitioners } = kafkajs;
-
-/** kafkajs's codec ids; all but gzip's are fraudlink's (codecs.ts). */
-const CODEC_IDS: Record<KafkaCompression, number> = {
-  none: CompressionTypes.None,
-  gzip: CompressionTypes.GZIP,
-  snappy: CompressionTypes.Snappy,
-  lz4: CompressionTypes.LZ4,
-  zstd: CompressionTypes.ZSTD,
-};
+const { Partitioners } = kafkajs;
 
 // kafkajs issue #304: commit() returns before the broker has written its markers, so the next
 // transaction's first AddPartitionsToTxn often gets CONCURRENT_TRANSACTIONS and waits out

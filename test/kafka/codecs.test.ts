@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { KafkaError } from '../../src/errors.ts';
-import { CODECS, isXerial, xerialBlocks } from '../../src/kafka/codecs.ts';
+import { CODEC_IDS, CODECS, isXerial, xerialBlocks } from '../../src/kafka/codecs.ts';
+import kafkajs from '../../src/kafka/kafkajs.ts';
 
 const XERIAL_HEADER = Buffer.concat([
   Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00]),
@@ -21,6 +22,17 @@ function xerial(...blocks: Buffer[]): Buffer {
 const text = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => `record ${i};`).join(''));
 
 describe('compression codecs', () => {
+  it("numbers the codecs as Kafka's batch attributes and kafkajs do", () => {
+    const { CompressionTypes } = kafkajs;
+    expect(CODEC_IDS).toEqual({
+      none: CompressionTypes.None,
+      gzip: CompressionTypes.GZIP,
+      snappy: CompressionTypes.Snappy,
+      lz4: CompressionTypes.LZ4,
+      zstd: CompressionTypes.ZSTD,
+    });
+  });
+
   it.each(Object.keys(CODECS) as (keyof typeof CODECS)[])(
     '%s: decompresses what it compressed',
     async (name) => {
