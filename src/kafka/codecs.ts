@@ -22,6 +22,13 @@ import { KafkaError } from '../errors.ts';
  *   them, which Java's snappy-java stream also reads. kafkajs-snappy (pure-JS snappyjs, one copy of
  *   the whole output per block, block lengths unchecked) is not used.
  *
+ * lz4-napi and snappy are called synchronously, on the caller's thread. Their asynchronous calls
+ * allocate each output in a libuv worker thread, in that thread's own malloc arena, and the
+ * connector's peak RSS at 1,000,000 rows rose from 183 MB (uncompressed) to 207–211 MB with LZ4
+ * and 255 MB with Snappy; synchronous, 191–192 and 193–195 MB, at the same rate (bench pairs
+ * alternating, docs/benchmarks.md). A batch is at most ~1 MB: a millisecond or two of the thread.
+ * zlib's asynchronous ZSTD writes into buffers Node allocates on the caller's thread (176–181 MB).
+ *
  * A batch that does not decompress fails the fetch with a KafkaError naming its codec: the consumer
  * stops before its offsets move (SPEC §7) rather than skip records it could not read.
  */
@@ -69,12 +76,11 @@ export const isXerial = (buffer: Buffer) =>
   buffer.length >= XERIAL_HEADER_BYTES && buffer.subarray(0, XERIAL_MAGIC.length).equals(XERIAL_MAGIC);
 
 async function snappyDecompress(buffer: Buffer): Promise<Buffer> {
-  const { uncompress } = snappyModule();
-  if (!isXerial(buffer)) return (await uncompress(buffer, { asBuffer: true })) as Buffer;
-  const blocks = await Promise.all(
-    xerialBlocks(buffer).map(async (block) => (await uncompress(block, { asBuffer: true })) as Buffer),
+  const { uncompressSync } = snappyModule();
+  if (!isXerial(buffer)) return uncompressSync(buffer, { asBuffer: true }) as Buffer;
+  return Buffer.concat(
+    xerialBlocks(buffer).map((block) => uncompressSync(block, { asBuffer: true }) as Buffer),
   );
-  return Buffer.concat(blocks);
 }
 
 const zstdCompress = promisify(zlib.zstdCompress);
@@ -103,11 +109,11 @@ function codec(
 }
 
 export const CODECS = {
-  Snappy: codec('Snappy', (data) => snappyModule().compress(data), snappyDecompress),
+  Snappy: codec('Snappy', async (data) => snappyModule().compressSync(data), snappyDecompress),
   LZ4: codec(
     'LZ4',
-    (data) => lz4Module().compressFrame(data),
-    (data) => lz4Module().decompressFrame(data),
+    async (data) => lz4Module().compressFrameSync(data),
+    async (data) => lz4Module().decompressFrameSync(data),
   ),
   ZSTD: codec('ZSTD', zstdCompress, zstdDecompress),
 } as const;
