@@ -14,7 +14,7 @@ import { KafkaError } from '../errors.ts';
  * with "LZ4 compression not implemented". The codecs are registered through kafkajs's public
  * `CompressionCodecs` table; the native libraries load at a codec's first use.
  *
- * - ZSTD: Node's own zlib (since Node 22.15).
+ * - ZSTD and gzip: Node's own zlib (ZSTD since Node 22.15); gzip's replaces kafkajs's own.
  * - LZ4: Kafka writes the LZ4 frame format (KIP-57), which lz4-napi reads and writes.
  * - Snappy: Kafka's Java client writes snappy-java's stream format (the "xerial" framing: a 16-byte
  *   header, then blocks each preceded by its 4-byte big-endian length); librdkafka and kafkajs
@@ -22,12 +22,18 @@ import { KafkaError } from '../errors.ts';
  *   them, which Java's snappy-java stream also reads. kafkajs-snappy (pure-JS snappyjs, one copy of
  *   the whole output per block, block lengths unchecked) is not used.
  *
- * lz4-napi and snappy are called synchronously, on the caller's thread. Their asynchronous calls
- * allocate each output in a libuv worker thread, in that thread's own malloc arena, and the
- * connector's peak RSS at 1,000,000 rows rose from 183 MB (uncompressed) to 207–211 MB with LZ4
- * and 255 MB with Snappy; synchronous, 191–192 and 193–195 MB, at the same rate (bench pairs
- * alternating, docs/benchmarks.md). A batch is at most ~1 MB: a millisecond or two of the thread.
- * zlib's asynchronous ZSTD writes into buffers Node allocates on the caller's thread (176–181 MB).
+ * Every codec decompresses synchronously, and all but gzip compress synchronously, on the caller's
+ * thread (measured side by side, docs/benchmarks.md):
+ * - zlib's asynchronous calls work through a batch in chunks, a libuv worker round trip each:
+ *   replay of 1,000,000 ZSTD events ran at 257–330k events/s, synchronously at 341–509k (gzip,
+ *   kafkajs's own codec: 257–280k against 352–494k).
+ * - lz4-napi's and snappy's asynchronous calls allocate each output in a libuv worker, in that
+ *   thread's malloc arena: the connector's peak RSS at 1,000,000 rows rose from ~183 MB
+ *   (uncompressed) to 207–211 MB with LZ4 and 255 MB with Snappy; synchronously 191–192 and
+ *   193–195 MB, at the same rate.
+ * A batch is at most ~1 MB: a millisecond or so of the thread. gzip compresses an order of magnitude
+ * slower than the others (~5 ms for a connector transaction's share of one partition), so its
+ * compression stays asynchronous, as kafkajs has it.
  *
  * A batch that does not decompress fails the fetch with a KafkaError naming its codec: the consumer
  * stops before its offsets move (SPEC §7) rather than skip records it could not read.
@@ -83,8 +89,7 @@ async function snappyDecompress(buffer: Buffer): Promise<Buffer> {
   );
 }
 
-const zstdCompress = promisify(zlib.zstdCompress);
-const zstdDecompress = promisify(zlib.zstdDecompress);
+const gzip = promisify(zlib.gzip);
 
 /** A codec whose decompression failures name the codec and the batch's compressed size. */
 function codec(
@@ -115,14 +120,21 @@ export const CODECS = {
     async (data) => lz4Module().compressFrameSync(data),
     async (data) => lz4Module().decompressFrameSync(data),
   ),
-  ZSTD: codec('ZSTD', zstdCompress, zstdDecompress),
+  ZSTD: codec(
+    'ZSTD',
+    async (data) => zlib.zstdCompressSync(data),
+    async (data) => zlib.zstdDecompressSync(data),
+  ),
+  // unzip, as kafkajs's own codec: gzip or zlib framing.
+  GZIP: codec('GZIP', gzip, async (data) => zlib.unzipSync(data)),
 } as const;
 
 /** Kafka's codec ids (a record batch's attribute bits, kafkajs's `CompressionTypes`), by name. */
 export const CODEC_IDS: Record<KafkaCompression, number> = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 };
 
-/** Registers the Snappy, LZ4 and ZSTD codecs with kafkajs (it has gzip's). */
+/** Registers the codecs with kafkajs: Snappy, LZ4 and ZSTD, and gzip in place of its own. */
 export function installCodecs({ CompressionCodecs, CompressionTypes }: typeof Kafkajs): void {
+  CompressionCodecs[CompressionTypes.GZIP] = () => CODECS.GZIP;
   CompressionCodecs[CompressionTypes.Snappy] = () => CODECS.Snappy;
   CompressionCodecs[CompressionTypes.LZ4] = () => CODECS.LZ4;
   CompressionCodecs[CompressionTypes.ZSTD] = () => CODECS.ZSTD;
