@@ -102,7 +102,7 @@ import type { OutgoingRecord } from './types.ts';
  * 16. Compressed record batches (codecs.ts): kafkajs reads only gzip's, and a consumer crashed on the
  * first Snappy, LZ4 or ZSTD batch it fetched, whichever producer or topic setting compressed it.
  * gzip's codec is replaced too: kafkajs's decompressed asynchronously, in chunks, and replay ran at
- * about two thirds of the rate (257–280k against 352–494k events/s).
+ * about two thirds of the rate (226–286k against 352–494k events/s).
  *
  * Measured on the connector (HeapProfiler sampling, 14 s of a 1,000,000-row run): 5, 6 and 7 took
  * the main thread's allocations from 5.4 to 1.5 GB (~390 to ~110 MB/s). Before, V8 answered with a
