@@ -395,6 +395,11 @@ export function createEosManager({
             broker.addOffsetsToTxn({ transactionalId, producerId, producerEpoch, groupId: consumerGroupId }),
           );
         }
+        // Set once the coordinator has enrolled the offsets, as Kafka's Java client sets its
+        // `transactionStarted` (TransactionManager): a transaction that enrolled nothing ends without
+        // an EndTxn, one whose enrolment's outcome is unknown too; the coordinator then aborts it
+        // at the next InitProducerId (after a failed transaction the connector opens a new producer
+        // and the verifier stops), or after the transaction timeout.
         hasOffsetsAddedToTransaction = true;
 
         let groupCoordinator = await cluster.findGroupCoordinator({
