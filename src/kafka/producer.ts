@@ -68,15 +68,20 @@ function topicMessagesOf(records: OutgoingRecord[], cuttable = false): TopicMess
 }
 
 /**
- * Sends records in one produce request, or, when one partition's share would outgrow a record batch
- * (kafkajs.ts's fix 15 refuses such a send before any request), in consecutive requests of at most
- * `MAX_SEND_BYTES` each (sendChunks), in order. A MESSAGE_TOO_LARGE names the largest record.
+ * Sends records through a kafkajs producer's or transaction's `sendBatch`, in one produce request,
+ * or, when one partition's share would outgrow a record batch (kafkajs.ts's fix 15 refuses such a
+ * send before any request), in consecutive requests of at most `MAX_SEND_BYTES` each (sendChunks),
+ * in order. A MESSAGE_TOO_LARGE names the largest record.
  */
 async function sendInBatches(
-  send: (records: OutgoingRecord[], cuttable?: boolean) => Promise<unknown>,
+  sender: Pick<KafkajsProducer, 'sendBatch'>,
   records: OutgoingRecord[],
+  compression: number,
   what: string,
 ): Promise<void> {
+  if (records.length === 0) return;
+  const send = (chunk: OutgoingRecord[], cuttable?: boolean) =>
+    sender.sendBatch({ topicMessages: topicMessagesOf(chunk, cuttable), acks: -1, compression });
   let chunk = records;
   try {
     try {
@@ -110,19 +115,7 @@ function wrapTransaction(tx: KafkajsTransaction, guard: Guard, compression: numb
 
 function stepsOf(tx: KafkajsTransaction, compression: number): Transaction {
   return {
-    async send(records) {
-      if (records.length === 0) return;
-      await sendInBatches(
-        (chunk, cuttable) =>
-          tx.sendBatch({
-            topicMessages: topicMessagesOf(chunk, cuttable),
-            acks: -1,
-            compression,
-          }),
-        records,
-        'send in transaction failed',
-      );
-    },
+    send: (records) => sendInBatches(tx, records, compression, 'send in transaction failed'),
     async sendOffsets({ groupId, offsets }) {
       if (offsets.length === 0) return;
       const topics = new Map<string, { partition: number; offset: string }[]>();
@@ -260,19 +253,7 @@ export async function createProducer(
     throw toKafkaError(err, 'connect producer');
   }
   return {
-    async send(records) {
-      if (records.length === 0) return;
-      await sendInBatches(
-        (chunk, cuttable) =>
-          producer.sendBatch({
-            topicMessages: topicMessagesOf(chunk, cuttable),
-            acks: -1,
-            compression: codec,
-          }),
-        records,
-        'send failed',
-      );
-    },
+    send: (records) => sendInBatches(producer, records, codec, 'send failed'),
     async close() {
       await producer.disconnect();
     },
