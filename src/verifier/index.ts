@@ -47,8 +47,9 @@ export async function startVerifier(
   ]);
   // An unreadable request goes to the DLQ unchanged with headers added: a DLQ created here takes a
   // little more than the largest request, so that any request the requests topic took uncompressed
-  // fits (DLQ copies are sent uncompressed). Never less than the broker's default: several copies
-  // share one record batch of up to ~900 kB (MAX_SEND_BYTES). At most Kafka's int32 limit.
+  // fits (DLQ copies go with KAFKA_COMPRESSION's codec, none by default). Never less than the
+  // broker's default: several copies share one record batch of up to ~900 kB (MAX_SEND_BYTES). At
+  // most Kafka's int32 limit.
   const requestsMaxBytes = await admin.maxMessageBytes(v.requestsTopic);
   const wantedDlqBytes = Math.min(
     Math.max(requestsMaxBytes + DLQ_HEADROOM_BYTES, BROKER_DEFAULT_MAX_MESSAGE_BYTES),
