@@ -33,8 +33,8 @@ type ProduceSpy = { mock: { calls: unknown[][] } };
 
 /**
  * The records each distinct Produce request carried, in order. kafkajs builds a request again from
- * the same messages after a retriable answer (a new topic's leader still taking its partitions over,
- * seen in CI): a call carrying the very messages of the call before is that request again.
+ * the same messages after a retriable answer (most likely what one CI run saw: two calls for one
+ * request on a new topic): a call carrying the very messages of the call before is that request again.
  */
 function recordsPerRequest(produce: ProduceSpy): number[] {
   const requests: number[] = [];
