@@ -16,6 +16,7 @@ export const ErrorCodes = {
   UPSTREAM_CONNECTION: 'UPSTREAM_CONNECTION',
   KAFKA: 'KAFKA',
   KAFKA_FENCED: 'KAFKA_FENCED',
+  KAFKA_MEMBER_FENCED: 'KAFKA_MEMBER_FENCED',
   TOPIC_CONFIG_MISMATCH: 'TOPIC_CONFIG_MISMATCH',
   SCHEMA_REGISTRY: 'SCHEMA_REGISTRY',
   DECODE_FAILED: 'DECODE_FAILED',
@@ -178,6 +179,19 @@ export class KafkaError extends FraudlinkError {
 /** Another producer with the same transactional id took over: this instance must stop publishing. */
 export class FencedError extends FraudlinkError {
   readonly code = ErrorCodes.KAFKA_FENCED;
+  constructor(message: string, options: FraudlinkErrorOptions = {}) {
+    super(message, { retriable: false, cause: options.cause });
+  }
+}
+
+/**
+ * The group coordinator refused a transaction's consumer offsets: the consuming member is no longer
+ * in the group's current generation (KIP-447), cut off (its session expired during a long pause)
+ * while its partitions went to other members. The transaction is aborted; the member must drop what
+ * it has in hand, which the partitions' new owners answer, and rejoin.
+ */
+export class MemberFencedError extends FraudlinkError {
+  readonly code = ErrorCodes.KAFKA_MEMBER_FENCED;
   constructor(message: string, options: FraudlinkErrorOptions = {}) {
     super(message, { retriable: false, cause: options.cause });
   }

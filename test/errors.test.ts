@@ -13,6 +13,7 @@ const {
   InvalidInputError,
   isRetriable,
   KafkaError,
+  MemberFencedError,
   OutputError,
   SchemaRegistryError,
   StackError,
@@ -42,6 +43,7 @@ const samples: [errors.FraudlinkError, string, boolean][] = [
   [new UpstreamConnectionError('reset'), 'UPSTREAM_CONNECTION', true],
   [new KafkaError('broker down', { retriable: true }), 'KAFKA', true],
   [new FencedError('fenced'), 'KAFKA_FENCED', false],
+  [new MemberFencedError('member cut off'), 'KAFKA_MEMBER_FENCED', false],
   [
     new TopicConfigMismatchError('t', [{ setting: 'cleanup.policy', expected: 'compact', actual: 'delete' }]),
     'TOPIC_CONFIG_MISMATCH',
@@ -92,6 +94,8 @@ describe('error model', () => {
     expect(exitCodeFor(new ConfigError([]))).toBe(2);
     expect(exitCodeFor(new Error('wrap', { cause: new UpstreamUnauthorizedError('403') }))).toBe(3);
     expect(exitCodeFor(new FencedError('x'))).toBe(4);
+    // A member cut off from its group is handled where it happens; one that escapes is a failure.
+    expect(exitCodeFor(new MemberFencedError('x'))).toBe(1);
     expect(exitCodeFor(new Error('boom'))).toBe(1);
   });
 

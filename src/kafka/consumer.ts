@@ -2,12 +2,14 @@ import type { Kafka } from 'kafkajs';
 import { AbortedError } from '../errors.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';
-import { assignerWithBeforeJoin } from './kafkajs.ts';
+import { assignerWithGroupHooks, type KafkajsGroupState } from './kafkajs.ts';
 import { toIncoming } from './records.ts';
-import type { GroupConsumer, GroupConsumerOptions, TopicPartitions } from './types.ts';
+import type { GroupConsumer, GroupConsumerOptions, GroupMembership, TopicPartitions } from './types.ts';
 
 /** A consumer-group member; `start()` resolves once it has its first assignment and has fetched once. */
 export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions): GroupConsumer {
+  let group: KafkajsGroupState | undefined;
+  let membership: GroupMembership | undefined;
   const consumer = kafka.consumer({
     groupId: options.groupId,
     readUncommitted: options.isolation === 'read_uncommitted',
@@ -19,7 +21,14 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
     sessionTimeout: 10_000,
     heartbeatInterval: 1000,
     retry: { initialRetryTime: 100, retries: 10 },
-    ...(options.beforeJoin && { partitionAssigners: [assignerWithBeforeJoin(options.beforeJoin)] }),
+    partitionAssigners: [
+      assignerWithGroupHooks({
+        beforeJoin: options.beforeJoin,
+        onGroup: (g) => {
+          group = g;
+        },
+      }),
+    ],
   });
   let started: Promise<void> | undefined;
   // Joined and positioned: the first fetch after the join has resolved the start offsets, so a
@@ -39,8 +48,17 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
   };
   consumer.on(consumer.events.GROUP_JOIN, (event) => {
     const assignment = event.payload.memberAssignment as Record<string, number[]>;
+    // Taken now: kafkajs resets its member id as soon as the coordinator no longer knows it, and
+    // offsets committed from then on would carry none, which the coordinator does not check.
+    membership =
+      group?.generationId != null && group.memberId
+        ? { generationId: group.generationId, memberId: group.memberId }
+        : undefined;
     if (options.resumeOnRejoin) resumeKept(assignment);
-    options.onAssignment?.(Object.entries(assignment).map(([topic, partitions]) => ({ topic, partitions })));
+    options.onAssignment?.(
+      Object.entries(assignment).map(([topic, partitions]) => ({ topic, partitions })),
+      membership,
+    );
     assigned = true;
     // A member with nothing assigned never fetches: it is ready as it is.
     if (Object.values(assignment).every((p) => p.length === 0)) joined.resolve();
@@ -50,6 +68,7 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
   });
   consumer.on(consumer.events.CRASH, (event) => {
     const { error, restart } = event.payload;
+    membership = undefined; // kafkajs has left the group
     forgetCoordinators(); // the group coordinator may have moved: kafkajs's restart looks it up again
     const failure = toKafkaError(error, `consumer ${options.groupId} crashed`);
     // Without a restart the member is gone for good: a start() still waiting for the join must end.
@@ -98,6 +117,7 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
     resume(partitions) {
       consumer.resume(toKafkajsPartitions(partitions));
     },
+    membership: () => membership,
     async close() {
       joined.reject(new AbortedError(`consumer ${options.groupId} closed before it joined its group`));
       await consumer.disconnect();

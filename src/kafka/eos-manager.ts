@@ -1,7 +1,14 @@
 import assert from 'node:assert';
 import { createRequire } from 'node:module';
 import { forgetCoordinators } from './coordinator-cache.ts';
-import { type EndTxnV5Result, transactionV2For, type Versions } from './transaction-v2.ts';
+import {
+  type EndTxnV5Result,
+  memberTxnOffsetCommitVersion,
+  transactionV2For,
+  type txnOffsetCommitFlexible,
+  type Versions,
+} from './transaction-v2.ts';
+import type { GroupMembership } from './types.ts';
 
 /**
  * kafkajs's eosManager (producer/eosManager/index.js, kafkajs 2.2.4) with Kafka's transaction
@@ -14,6 +21,10 @@ import { type EndTxnV5Result, transactionV2For, type Versions } from './transact
  * - no AddOffsetsToTxn: TxnOffsetCommit v5 enrols the offsets;
  * - EndTxn v5 returns the producer id and epoch for the next transaction (the epoch one higher,
  *   or a new id once the epoch is exhausted), and sequences start again at 0 under them.
+ *
+ * On either protocol, offsets given with their consumer group member (`offsetsMemberships`) carry
+ * its generation and id (TxnOffsetCommit v5 on v2, v4 or v3 on v1), so that the group coordinator
+ * refuses those of a member that is no longer in the group's current generation (KIP-447).
  *
  * Beyond kafkajs, on either protocol, EndTxn and (v1) AddOffsetsToTxn are retried as Kafka's Java
  * client retries them (kafkajs sent them once): after a coordinator that moved or was not ready, a
@@ -32,6 +43,19 @@ const require = createRequire(import.meta.url);
 const kafkajsPath = (p: string) => require.resolve(`kafkajs/src/${p}`);
 
 export const eosManagerModulePath = kafkajsPath('producer/eosManager/index.js');
+
+const MEMBERSHIPS = Symbol.for('fraudlink.kafkajs.offsetsMemberships');
+(globalThis as Record<symbol, unknown>)[MEMBERSHIPS] ??= new WeakMap<object, GroupMembership>();
+/**
+ * The consumer group member whose offsets a transaction commits, by the `topics` list handed to
+ * kafkajs's `sendOffsets` (which passes on only the group id and that list, as it is): the
+ * TxnOffsetCommit then carries the member's generation and id (KIP-447). Per process, like the
+ * eosManager it feeds.
+ */
+export const offsetsMemberships = (globalThis as Record<symbol, unknown>)[MEMBERSHIPS] as WeakMap<
+  object,
+  GroupMembership
+>;
 
 interface Logger {
   debug(message: string, extra?: object): void;
@@ -83,13 +107,7 @@ interface Broker {
     producerEpoch: number;
     transactionResult: boolean;
   }): Promise<EndTxnV5Result>;
-  txnOffsetCommitV5(args: {
-    transactionalId: string;
-    groupId: string;
-    producerId: unknown;
-    producerEpoch: number;
-    topics: OffsetTopic[];
-  }): Promise<unknown>;
+  txnOffsetCommitFlexible(args: Parameters<typeof txnOffsetCommitFlexible>[0]): Promise<unknown>;
 }
 interface Cluster {
   retry?: object;
@@ -406,6 +424,7 @@ export function createEosManager({
           groupId: consumerGroupId,
           coordinatorType: COORDINATOR_TYPES.GROUP,
         });
+        const membership = offsetsMemberships.get(topics);
         return retrier(async (bail, retryCount, retryTime) => {
           try {
             const args = {
@@ -415,8 +434,13 @@ export function createEosManager({
               groupId: consumerGroupId,
               topics,
             };
-            await (transactionV2
-              ? groupCoordinator.txnOffsetCommitV5(args)
+            // v2's TxnOffsetCommit (v5) always carries the member; on v1, v3 or v4 does where one is
+            // given and the coordinator offers it (Kafka 2.5+), kafkajs's own (v0) elsewhere.
+            const version = transactionV2
+              ? 5
+              : membership && memberTxnOffsetCommitVersion(groupCoordinator.versions);
+            await (version
+              ? groupCoordinator.txnOffsetCommitFlexible({ ...args, version, membership })
               : groupCoordinator.txnOffsetCommit(args));
           } catch (e) {
             const { code, message, stack } = e as ProtocolError;

@@ -44,6 +44,18 @@ export function hasErrorName(err: unknown, name: string): boolean {
   return false;
 }
 
+/**
+ * The group coordinator's refusals of a member's offsets once the member is out of the group's
+ * current generation: ILLEGAL_GENERATION (22), UNKNOWN_MEMBER_ID (25), FENCED_INSTANCE_ID (82).
+ * Kafka's Java producer reports each as a CommitFailedException, an abortable error.
+ */
+const STALE_MEMBER_TYPES = new Set(['ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'FENCED_INSTANCE_ID']);
+
+export function isStaleMember(err: unknown): boolean {
+  for (const e of chain(err)) if (e.type && STALE_MEMBER_TYPES.has(e.type)) return true;
+  return false;
+}
+
 export function isFencing(err: unknown): boolean {
   for (const e of chain(err)) {
     if (e.type && FENCING_TYPES.has(e.type)) return true;

@@ -87,10 +87,12 @@ import type { OutgoingRecord } from './types.ts';
  * TRANSACTION_ABORTABLE (120), which a transaction v2 Produce can return. Each keeps Kafka's type,
  * message and retriability (its Java exception a RetriableException or not).
  *
- * 13. A hook before a consumer (re)joins its group (`assignerWithBeforeJoin`): kafkajs's
- * `ConsumerGroup.joinAndSync` first awaits the hook its partition assigner carries, as Kafka's Java
- * consumer calls `onPartitionsRevoked` before it rejoins. kafkajs has no revocation callback, and
- * the assigners are the one per-consumer object it hands its ConsumerGroup.
+ * 13. Hooks on a consumer's (re)join (`assignerWithGroupHooks`): kafkajs's
+ * `ConsumerGroup.joinAndSync` first awaits the `beforeJoin` hook its partition assigner carries, as
+ * Kafka's Java consumer calls `onPartitionsRevoked` before it rejoins, and hands itself to
+ * `onGroup`, whose generation and member id a transaction then sends with the member's offsets
+ * (KIP-447, as the Java consumer's `groupMetadata()`). kafkajs has no revocation callback and shows
+ * no generation, and the assigners are the one per-consumer object it hands its ConsumerGroup.
  *
  * 14. Stable committed offsets (KIP-447; `offsetFetchV7` in transaction-v2.ts): every OffsetFetch
  * asks with RequireStable where the broker offers OffsetFetch v7, and is asked again while a
@@ -834,31 +836,44 @@ function installErrorCodes(): void {
   }
 }
 
-/** Where an assigner carries its consumer's hook (13); one per process, as the patch is. */
-const BEFORE_JOIN = Symbol.for('fraudlink.kafkajs.beforeJoin');
-type BeforeJoin = () => Promise<void>;
+/** Where an assigner carries its consumer's hooks (13); one per process, as the patch is. */
+const GROUP_HOOKS = Symbol.for('fraudlink.kafkajs.groupHooks');
 type AssignerFactory = (args: object) => Record<string | symbol, unknown>;
 
+/** What a kafkajs ConsumerGroup shows of its membership: set by each JoinGroup, `memberId` reset when the coordinator no longer knows it. */
+export interface KafkajsGroupState {
+  readonly generationId: number | null;
+  readonly memberId: string | null;
+}
+
+export interface GroupJoinHooks {
+  /** Awaited before every join; should not reject. */
+  beforeJoin?: (() => Promise<void>) | undefined;
+  /** Handed the member's ConsumerGroup before every join (a restarted consumer has a new one). */
+  onGroup?: ((group: KafkajsGroupState) => void) | undefined;
+}
+
 /**
- * kafkajs's round-robin assigner (its default), carrying `beforeJoin`: the member's ConsumerGroup
- * awaits it before every join.
+ * kafkajs's round-robin assigner (its default), carrying the member's hooks: its ConsumerGroup
+ * hands itself to `onGroup` and awaits `beforeJoin` before every join.
  */
-export function assignerWithBeforeJoin(beforeJoin: BeforeJoin): Kafkajs.PartitionAssigner {
+export function assignerWithGroupHooks(hooks: GroupJoinHooks): Kafkajs.PartitionAssigner {
   const roundRobin = require(roundRobinModulePath) as AssignerFactory;
-  const factory: AssignerFactory = (args) => Object.assign(roundRobin(args), { [BEFORE_JOIN]: beforeJoin });
+  const factory: AssignerFactory = (args) => Object.assign(roundRobin(args), { [GROUP_HOOKS]: hooks });
   return factory as unknown as Kafkajs.PartitionAssigner;
 }
 
-function installBeforeJoin(): void {
+function installGroupHooks(): void {
   const ConsumerGroup = require(consumerGroupModulePath) as {
-    prototype: { joinAndSync(): Promise<void>; assigners?: Record<symbol, unknown>[] };
+    prototype: KafkajsGroupState & { joinAndSync(): Promise<void>; assigners?: Record<symbol, unknown>[] };
   };
   const original = ConsumerGroup.prototype.joinAndSync;
   if (originals.joinAndSync) return;
   originals.joinAndSync = original;
   ConsumerGroup.prototype.joinAndSync = async function joinAndSync() {
-    const hook = this.assigners?.find((a) => a[BEFORE_JOIN])?.[BEFORE_JOIN] as BeforeJoin | undefined;
-    if (hook) await hook();
+    const hooks = this.assigners?.find((a) => a[GROUP_HOOKS])?.[GROUP_HOOKS] as GroupJoinHooks | undefined;
+    hooks?.onGroup?.(this);
+    if (hooks?.beforeJoin) await hooks.beforeJoin();
     return original.call(this);
   };
 }
@@ -876,7 +891,7 @@ installRequestQueueWithoutLoop();
 installTransactionV2();
 installEosManager();
 installErrorCodes();
-installBeforeJoin();
+installGroupHooks();
 installStableOffsetFetch();
 
 const kafkajs = require('kafkajs') as typeof Kafkajs;

@@ -5,10 +5,11 @@ import type {
   TopicMessages,
 } from 'kafkajs';
 import type { KafkaCompression } from '../config/index.ts';
-import { FencedError } from '../errors.ts';
+import { FencedError, MemberFencedError } from '../errors.ts';
 import { CODEC_IDS } from './codecs.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
-import { hasErrorType, toKafkaError } from './errors.ts';
+import { offsetsMemberships } from './eos-manager.ts';
+import { hasErrorType, isStaleMember, toKafkaError } from './errors.ts';
 import kafkajs, { cuttableMessages, PartitionBatchTooLargeError } from './kafkajs.ts';
 import { largestRecord, sendChunks, toTopicMessages } from './records.ts';
 import { keepTransactionProtocolV1, releaseTransactionProtocol } from './transaction-v2.ts';
@@ -116,20 +117,27 @@ function wrapTransaction(tx: KafkajsTransaction, guard: Guard, compression: numb
 function stepsOf(tx: KafkajsTransaction, compression: number): Transaction {
   return {
     send: (records) => sendInBatches(tx, records, compression, 'send in transaction failed'),
-    async sendOffsets({ groupId, offsets }) {
+    async sendOffsets({ groupId, offsets, membership }) {
       if (offsets.length === 0) return;
-      const topics = new Map<string, { partition: number; offset: string }[]>();
+      const byTopic = new Map<string, { partition: number; offset: string }[]>();
       for (const o of offsets) {
-        const list = topics.get(o.topic) ?? [];
+        const list = byTopic.get(o.topic) ?? [];
         list.push({ partition: o.partition, offset: o.offset });
-        topics.set(o.topic, list);
+        byTopic.set(o.topic, list);
       }
+      const topics = [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
+      if (membership) offsetsMemberships.set(topics, membership);
       try {
-        await tx.sendOffsets({
-          consumerGroupId: groupId,
-          topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
-        });
+        await tx.sendOffsets({ consumerGroupId: groupId, topics });
       } catch (err) {
+        if (membership && isStaleMember(err)) {
+          throw new MemberFencedError(
+            `committing offsets in transaction failed: group ${groupId} no longer has member ` +
+              `${membership.memberId} in generation ${membership.generationId} (its session ` +
+              'expired, and its partitions went to other members)',
+            { cause: err },
+          );
+        }
         throw toKafkaError(err, 'committing offsets in transaction failed');
       }
     },

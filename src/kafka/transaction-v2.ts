@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { GroupMembership } from './types.ts';
 
 /**
  * Kafka's transaction protocol v2 (KIP-890 part 2, Kafka 4.0+) for kafkajs, which speaks only v1.
@@ -492,29 +493,45 @@ export function endTxnV5(args: {
 }
 
 // ---------------------------------------------------------------------------------------------
-// TxnOffsetCommit v5: the group coordinator enrols the offsets in the transaction itself.
+// TxnOffsetCommit v3–v5, with the consumer group member's generation and id (KIP-447): the group
+// coordinator refuses the offsets of a member that is no longer in the group's current generation
+// (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID), so that a member cut off from its
+// group (its session expired: a long pause) cannot commit a transaction for partitions that are
+// someone else's by then. On v5 the coordinator also enrols the offsets in the transaction itself
+// (transaction protocol v2). kafkajs's TxnOffsetCommit (v0–v1) carries neither.
 
 interface TxnOffsetTopic {
   topic: string;
   partitions: { partition: number; offset: string; metadata?: string | null }[];
 }
 
-interface TxnOffsetCommitV5Result {
+interface TxnOffsetCommitResult {
   throttleTime: number;
   clientSideThrottleTime: number;
   topics: { topic: string | null; partitions: { partition: number; errorCode: number }[] }[];
 }
 
-export function txnOffsetCommitV5(args: {
+/** The TxnOffsetCommit version of a v1 transaction's offsets with a member's identity (3 or 4), if offered. */
+export function memberTxnOffsetCommitVersion(versions: Versions | null | undefined): 3 | 4 | undefined {
+  const max = versions?.[apiKeys.TxnOffsetCommit as number]?.maxVersion ?? 0;
+  // v5 belongs to transaction protocol v2: on v1 the offsets are enrolled by AddOffsetsToTxn.
+  if (max >= 4) return 4;
+  return max === 3 ? 3 : undefined;
+}
+
+export function txnOffsetCommitFlexible(args: {
+  version: 3 | 4 | 5;
   transactionalId: string;
   groupId: string;
   producerId: unknown;
   producerEpoch: number;
+  /** Without one, generation -1 and no member id: the coordinator checks neither (as on v0). */
+  membership?: GroupMembership | undefined;
   topics: TxnOffsetTopic[];
 }): ProtocolRequest {
-  return flexibleRequest<TxnOffsetCommitV5Result>({
+  return flexibleRequest<TxnOffsetCommitResult>({
     apiName: 'TxnOffsetCommit',
-    apiVersion: 5,
+    apiVersion: args.version,
     body(e) {
       const topics = topicEntries(args.topics, (p, e) =>
         e
@@ -524,16 +541,14 @@ export function txnOffsetCommitV5(args: {
           .writeUVarIntString(p.metadata ?? null)
           .writeUVarInt(NO_TAGS),
       );
-      // Generation -1 and no member id: the coordinator checks neither, as with kafkajs's v0
-      // (kafkajs does not hand the consumer's generation to the producer).
       return e
         .writeUVarIntString(args.transactionalId)
         .writeUVarIntString(args.groupId)
         .writeInt64(args.producerId)
         .writeInt16(args.producerEpoch)
-        .writeInt32(-1)
-        .writeUVarIntString('')
-        .writeUVarIntString(null)
+        .writeInt32(args.membership?.generationId ?? -1)
+        .writeUVarIntString(args.membership?.memberId ?? '')
+        .writeUVarIntString(args.membership?.groupInstanceId ?? null)
         .writeUVarIntArray(topics, 'object')
         .writeUVarInt(NO_TAGS);
     },
@@ -633,10 +648,10 @@ interface BrokerClass {
     apiVersions(this: BrokerInstance): Promise<Versions>;
     offsetFetch(this: BrokerInstance, args: OffsetFetchArgs): Promise<OffsetFetchResult>;
     endTxnV5(this: BrokerInstance, args: Parameters<typeof endTxnV5>[0]): Promise<EndTxnV5Result>;
-    txnOffsetCommitV5(
+    txnOffsetCommitFlexible(
       this: BrokerInstance,
-      args: Parameters<typeof txnOffsetCommitV5>[0],
-    ): Promise<TxnOffsetCommitV5Result>;
+      args: Parameters<typeof txnOffsetCommitFlexible>[0],
+    ): Promise<TxnOffsetCommitResult>;
   };
 }
 
@@ -702,8 +717,8 @@ export function installTransactionV2(): void {
   Broker.prototype.endTxnV5 = function (args) {
     return send(this, endTxnV5(args)) as Promise<EndTxnV5Result>;
   };
-  Broker.prototype.txnOffsetCommitV5 = function (args) {
-    return send(this, txnOffsetCommitV5(args)) as Promise<TxnOffsetCommitV5Result>;
+  Broker.prototype.txnOffsetCommitFlexible = function (args) {
+    return send(this, txnOffsetCommitFlexible(args)) as Promise<TxnOffsetCommitResult>;
   };
 }
 

@@ -58,9 +58,30 @@ export interface KafkaAdmin {
   close(): Promise<void>;
 }
 
+/**
+ * A consumer group member as of its last join (Kafka's Java `ConsumerGroupMetadata`): the group's
+ * generation and the member id the coordinator gave it.
+ */
+export interface GroupMembership {
+  generationId: number;
+  memberId: string;
+  /** Static membership (KIP-345); kafkajs has none. */
+  groupInstanceId?: string | null;
+}
+
 export interface TransactionOptions {
   /** Consumed offsets committed atomically with the records (consume-transform-produce). */
-  consumerOffsets?: { groupId: string; offsets: TopicPartitionOffset[] };
+  consumerOffsets?: {
+    groupId: string;
+    offsets: TopicPartitionOffset[];
+    /**
+     * The consuming member (`GroupConsumer.membership()`): the group coordinator then refuses the
+     * offsets, and the transaction fails with MemberFencedError, once the member is no longer in the
+     * group's current generation (KIP-447), e.g. after its session expired during a long pause and
+     * its partitions went to other members. Without it the coordinator checks nothing.
+     */
+    membership?: GroupMembership | undefined;
+  };
 }
 
 export interface Transaction {
@@ -131,8 +152,15 @@ export interface GroupConsumerOptions {
    * answer those records twice).
    */
   beforeJoin?(): Promise<void>;
-  /** Assignment changes: the partitions this member now owns. */
-  onAssignment?(assigned: { topic: string; partitions: number[] }[]): void;
+  /**
+   * Assignment changes: the partitions this member now owns, and its membership. kafkajs gives a
+   * member that was cut off from its group (UNKNOWN_MEMBER_ID) a new member id when it rejoins: a
+   * partition it holds again may have been another member's meanwhile.
+   */
+  onAssignment?(
+    assigned: { topic: string; partitions: number[] }[],
+    membership: GroupMembership | undefined,
+  ): void;
   /**
    * The consumer failed. With `restarting`, kafkajs rejoins by itself (a retriable failure); without,
    * the member is gone and `start()`, if still waiting, rejects with the same error.
@@ -155,6 +183,11 @@ export interface GroupConsumer {
    */
   pause(partitions: TopicPartitions[]): void;
   resume(partitions: TopicPartitions[]): void;
+  /**
+   * The member's generation and id as of its last join, for a transaction committing its offsets
+   * (`TransactionOptions`); undefined before the first join and after a crash.
+   */
+  membership(): GroupMembership | undefined;
   close(): Promise<void>;
 }
 

@@ -209,6 +209,9 @@ export async function handleRequest(
         now(),
       );
     } else {
+      // Checked first: masking the IBAN for a line that is not written would cost every verification.
+      const debug = logger.isLevelEnabled('debug');
+      if (debug) logger.debug({ requestId, iban: maskIban(request.iban) }, 'asking upstream');
       const started = performance.now();
       metrics.inFlight.inc();
       try {
@@ -234,10 +237,8 @@ export async function handleRequest(
       } finally {
         metrics.inFlight.dec();
       }
-      // Checked first: masking the IBAN for a line that is not written would cost every verification.
-      if (logger.isLevelEnabled('debug')) {
+      if (debug)
         logger.debug({ requestId, iban: maskIban(request.iban), outcome: result.outcome }, 'verified');
-      }
     }
   }
 

@@ -1,4 +1,4 @@
-import { findError } from '../errors.ts';
+import { ErrorCodes, findError } from '../errors.ts';
 import type { ConsumedBatch, KafkaClient, OutgoingRecord, TransactionalProducer } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
 import { settledWithin } from '../retry.ts';
@@ -82,6 +82,11 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   let turn = 0;
   let stopping = false;
   let joined = false;
+  /**
+   * The member id that the requests in `progress` were consumed under; undefined once they are
+   * dropped for good (a crash, or this member cut off from the group).
+   */
+  let memberId: string | undefined;
   const inFlight = new Set<Promise<void>>();
   /** Ends the upstream calls a stop could not wait for. */
   const abandon = new AbortController();
@@ -99,7 +104,25 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     if (offsets.length === 0) return;
     const started = performance.now();
     const producer = producers[turn++ % producers.length];
-    await producer?.transaction(records, { consumerOffsets: { groupId: config.groupId, offsets } });
+    try {
+      await producer?.transaction(records, {
+        consumerOffsets: { groupId: config.groupId, offsets, membership: consumer.membership() },
+      });
+    } catch (err) {
+      if (!findError(err, ErrorCodes.KAFKA_MEMBER_FENCED)) throw err;
+      // Cut off from the group (its session expired during a pause) while other members took its
+      // partitions and answer their requests from the committed offsets: the transaction was
+      // aborted, and everything in hand is dropped, also what a rejoin gives back (onAssignment).
+      // kafkajs finds out at its next heartbeat and rejoins.
+      logger.warn(
+        { err, aborted: records.length, inFlight: progress.inFlight },
+        'this member was cut off from its group: its replies are dropped, for the owners of its ' +
+          'partitions to answer',
+      );
+      progress.retain(() => false);
+      memberId = undefined;
+      return;
+    }
     deps.metrics.commitSeconds.observe((performance.now() - started) / 1000);
   };
 
@@ -145,9 +168,14 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     // offsets once all have. The transaction under way finishes first and none starts until the
     // new assignment, so none of the old assignment commits after a new owner read its offsets.
     beforeJoin: () => commits.pause(),
-    onAssignment(assigned) {
+    onAssignment(assigned, membership) {
       const owned = new Set(assigned.flatMap((a) => a.partitions.map((p) => `${a.topic}/${p}`)));
-      progress.retain((topic, partition) => owned.has(`${topic}/${partition}`));
+      // A member keeps its partitions' requests in hand only if it stayed in the group throughout.
+      // A new member id means it was cut off (kafkajs rejoins as a new member then), and another
+      // member may have answered and committed them meanwhile.
+      const stayed = membership !== undefined && membership.memberId === memberId;
+      progress.retain((topic, partition) => stayed && owned.has(`${topic}/${partition}`));
+      memberId = membership?.memberId;
       joined = true;
       commits.resume();
     },
@@ -160,6 +188,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
         return;
       }
       progress.retain(() => false);
+      memberId = undefined;
       joined = false;
       logger.warn({ err }, 'the request consumer crashed; kafkajs restarts it');
     },

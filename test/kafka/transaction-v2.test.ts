@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import '../../src/kafka/kafkajs.ts';
-import { createEosManager } from '../../src/kafka/eos-manager.ts';
+import { createEosManager, offsetsMemberships } from '../../src/kafka/eos-manager.ts';
 import {
   apiVersionsV3,
   endTxnV5,
@@ -12,7 +12,7 @@ import {
   releaseTransactionProtocol,
   transactionV2Available,
   transactionV2For,
-  txnOffsetCommitV5,
+  txnOffsetCommitFlexible,
   type Versions,
 } from '../../src/kafka/transaction-v2.ts';
 
@@ -280,37 +280,41 @@ describe('EndTxn v5 and TxnOffsetCommit v5', () => {
     await expect(response.decode(fenced.buffer).then((d) => response.parse(d))).rejects.toThrow();
   });
 
-  it('commits offsets with no generation or member (the coordinator checks neither) and throws a partition error', async () => {
-    const { request, response } = txnOffsetCommitV5({
-      transactionalId: 'tx-1',
-      groupId: 'g',
-      producerId: 4242,
-      producerEpoch: 7,
-      topics: [{ topic: 'requests', partitions: [{ partition: 1, offset: '100' }] }],
-    });
-    expect(((await request.encode()) as unknown as Enc).buffer).toEqual(
-      bytes(
-        new Encoder()
-          .writeUVarInt(0)
-          .writeUVarIntString('tx-1')
-          .writeUVarIntString('g')
-          .writeInt64(4242)
-          .writeInt16(7)
-          .writeInt32(-1)
-          .writeUVarIntString('')
-          .writeUVarIntString(null)
-          .writeUVarInt(2)
-          .writeUVarIntString('requests')
-          .writeUVarInt(2)
-          .writeInt32(1)
-          .writeInt64('100')
-          .writeInt32(-1)
-          .writeUVarIntString(null)
-          .writeUVarInt(0)
-          .writeUVarInt(0)
-          .writeUVarInt(0),
-      ),
+  /** The TxnOffsetCommit of tx-1 (producer 4242, epoch 7) committing requests[1] = 100 for group g. */
+  const commitArgs = {
+    transactionalId: 'tx-1',
+    groupId: 'g',
+    producerId: 4242,
+    producerEpoch: 7,
+    topics: [{ topic: 'requests', partitions: [{ partition: 1, offset: '100' }] }],
+  };
+  /** Its bytes (v3 to v5 alike), with the member fields given. */
+  const commitBytes = (generationId: number, memberId: string, groupInstanceId: string | null) =>
+    bytes(
+      new Encoder()
+        .writeUVarInt(0)
+        .writeUVarIntString('tx-1')
+        .writeUVarIntString('g')
+        .writeInt64(4242)
+        .writeInt16(7)
+        .writeInt32(generationId)
+        .writeUVarIntString(memberId)
+        .writeUVarIntString(groupInstanceId)
+        .writeUVarInt(2)
+        .writeUVarIntString('requests')
+        .writeUVarInt(2)
+        .writeInt32(1)
+        .writeInt64('100')
+        .writeInt32(-1)
+        .writeUVarIntString(null)
+        .writeUVarInt(0)
+        .writeUVarInt(0)
+        .writeUVarInt(0),
     );
+
+  it('commits offsets with no generation or member (the coordinator checks neither) and throws a partition error', async () => {
+    const { request, response } = txnOffsetCommitFlexible({ version: 5, ...commitArgs });
+    expect(((await request.encode()) as unknown as Enc).buffer).toEqual(commitBytes(-1, '', null));
     const answer = (code: number) =>
       new Encoder()
         .writeUVarInt(0)
@@ -331,6 +335,16 @@ describe('EndTxn v5 and TxnOffsetCommit v5', () => {
     await expect(response.decode(answer(22)).then((d) => response.parse(d))).rejects.toMatchObject({
       type: 'ILLEGAL_GENERATION',
     });
+  });
+
+  it("writes the member's generation, id and instance id at the version asked", async () => {
+    const { request } = txnOffsetCommitFlexible({
+      version: 3,
+      ...commitArgs,
+      membership: { generationId: 12, memberId: 'member-1', groupInstanceId: 'pod-0' },
+    });
+    expect(request.apiVersion).toBe(3);
+    expect(((await request.encode()) as unknown as Enc).buffer).toEqual(commitBytes(12, 'member-1', 'pod-0'));
   });
 });
 
@@ -380,8 +394,13 @@ function fakeCluster(v: Versions) {
       const fault = faults.txnOffsetCommit.shift();
       if (fault) throw fault;
     },
-    async txnOffsetCommitV5(a: { producerEpoch: number }) {
-      calls.push(`TxnOffsetCommitV5 e${a.producerEpoch}`);
+    async txnOffsetCommitFlexible(a: {
+      version: number;
+      producerEpoch: number;
+      membership?: { memberId: string; generationId: number };
+    }) {
+      const member = a.membership ? ` ${a.membership.memberId}/${a.membership.generationId}` : '';
+      calls.push(`TxnOffsetCommitV${a.version} e${a.producerEpoch}${member}`);
       const fault = faults.txnOffsetCommit.shift();
       if (fault) throw fault;
     },
@@ -576,6 +595,31 @@ describe('the transaction manager', () => {
       await eos.sendOffsets(offsets);
       const commit = level === 2 ? 'TxnOffsetCommitV5' : 'TxnOffsetCommit';
       expect(calls.filter((c) => c.startsWith('TxnOffsetCommit'))).toEqual(Array(4).fill(`${commit} e0`));
+    }
+  });
+
+  it("sends the consumer group member with the offsets: v5 on v2, v4 or v3 on v1 where offered, kafkajs's v0 elsewhere", async () => {
+    const cases = [
+      { v: versions(2), expected: ['TxnOffsetCommitV5 e0 m-1/3', 'TxnOffsetCommitV5 e0'] },
+      { v: versions(1), expected: ['TxnOffsetCommitV4 e0 m-1/3', 'TxnOffsetCommit e0'] },
+      {
+        v: versions(undefined, { produce: 8, endTxn: 3, txnOffsetCommit: 3 }), // Kafka 2.5 to 3.5
+        expected: ['TxnOffsetCommitV3 e0 m-1/3', 'TxnOffsetCommit e0'],
+      },
+      {
+        v: versions(undefined, { produce: 8, endTxn: 2, txnOffsetCommit: 2 }), // before Kafka 2.5
+        expected: ['TxnOffsetCommit e0', 'TxnOffsetCommit e0'],
+      },
+    ];
+    for (const { v, expected } of cases) {
+      const { eos, calls } = fakeCluster(v);
+      await eos.initProducerId();
+      eos.beginTransaction();
+      const topics = [{ topic: 'requests', partitions: [{ partition: 0, offset: '5' }] }];
+      offsetsMemberships.set(topics, { generationId: 3, memberId: 'm-1' });
+      await eos.sendOffsets({ consumerGroupId: 'g', topics });
+      await eos.sendOffsets(offsets); // no member given
+      expect(calls.filter((c) => c.startsWith('TxnOffsetCommit'))).toEqual(expected);
     }
   });
 

@@ -1,6 +1,8 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
-import { FencedError, KafkaError } from '../../src/errors.ts';
+import { FencedError, KafkaError, MemberFencedError } from '../../src/errors.ts';
+import { hasErrorType } from '../../src/kafka/errors.ts';
+import type { GroupMembership } from '../../src/kafka/index.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 import { keepTransactionProtocolV1, releaseTransactionProtocol } from '../../src/kafka/transaction-v2.ts';
 import { collect, testClients, testTopics } from '../helpers/kafka.ts';
@@ -17,7 +19,7 @@ const Broker = require('kafkajs/src/broker/index.js') as {
     | 'endTxnV5'
     | 'addOffsetsToTxn'
     | 'txnOffsetCommit'
-    | 'txnOffsetCommitV5',
+    | 'txnOffsetCommitFlexible',
     BrokerRequest
   >;
 };
@@ -236,6 +238,71 @@ describe('transactional producer on a real broker', () => {
     const reader = await collect(kafka, sink);
     expect((await reader.until((r) => r.length === 1)).map((x) => text(x.value))).toEqual(['reply']);
   });
+  for (const protocol of ['v1', 'auto'] as const) {
+    it(`refuses the offsets of a member no longer in the group's generation, aborting its records (${protocol})`, async () => {
+      const { kafka } = testClients();
+      const [source = '', sink = ''] = await testTopics(kafka, ['tx-member-in', 'tx-member-out']);
+      const groupId = uniqueName('tx-member-group');
+      const admin = await kafka.admin();
+      onTestFinished(() => admin.close());
+      const producer = await kafka.transactionalProducer({
+        transactionalId: uniqueName('tx-member'),
+        transactionProtocol: protocol,
+      });
+      onTestFinished(() => producer.close());
+      const member = (onAssignment: (m: GroupMembership | undefined) => void) =>
+        kafka.groupConsumer({
+          groupId,
+          topics: [source],
+          eachBatch: async () => {},
+          onAssignment: (_, m) => onAssignment(m),
+        });
+      const joins: (GroupMembership | undefined)[] = [];
+      const rejoined = Promise.withResolvers<GroupMembership | undefined>();
+      const one = member((m) => {
+        if (joins.push(m) === 2) rejoined.resolve(m);
+      });
+      onTestFinished(() => one.close());
+      await one.start();
+      const first = one.membership();
+      expect(first).toEqual({ generationId: expect.any(Number), memberId: expect.any(String) });
+      if (!first) return;
+      // A second member joins: the group moves on a generation, the first member rejoining as itself.
+      const two = member(() => {});
+      onTestFinished(() => two.close());
+      await two.start();
+      const current = await rejoined.promise;
+      expect(current).toEqual({ generationId: first.generationId + 1, memberId: first.memberId });
+      expect(one.membership()).toEqual(current);
+      const consumed = (offset: string, membership: GroupMembership | undefined) => ({
+        groupId,
+        offsets: [{ topic: source, partition: 0, offset }],
+        membership,
+      });
+
+      const stale = [
+        [first, 'ILLEGAL_GENERATION'],
+        [{ generationId: first.generationId + 1, memberId: 'a-member-cut-off' }, 'UNKNOWN_MEMBER_ID'],
+      ] as const;
+      for (const [membership, type] of stale) {
+        const refused = producer.transaction([{ topic: sink, key: 'k', value: Buffer.from(type) }], {
+          consumerOffsets: consumed('5', membership),
+        });
+        await expect(refused).rejects.toBeInstanceOf(MemberFencedError);
+        await expect(refused).rejects.toThrow(`no longer has member ${membership.memberId}`);
+        expect(await refused.catch((err: unknown) => hasErrorType(err, type))).toBe(true);
+      }
+      await producer.transaction([{ topic: sink, key: 'k', value: Buffer.from('reply') }], {
+        consumerOffsets: consumed('7', current),
+      });
+      await expect
+        .poll(() => admin.groupOffsets(groupId, source), { timeout: 30_000 })
+        .toEqual([{ partition: 0, offset: '7' }]);
+      const reader = await collect(kafka, sink, 'read_committed');
+      const seen = await reader.until((r) => r.some((x) => text(x.value) === 'reply'));
+      expect(seen.map((x) => text(x.value))).toEqual(['reply']);
+    });
+  }
 });
 
 describe("Kafka's transaction protocols on a real broker (it finalizes transaction.version 2)", () => {
@@ -350,7 +417,7 @@ describe("Kafka's transaction protocols on a real broker (it finalizes transacti
   for (const [protocol, method] of [
     ['v1', 'addOffsetsToTxn'],
     ['v1', 'txnOffsetCommit'],
-    ['auto', 'txnOffsetCommitV5'],
+    ['auto', 'txnOffsetCommitFlexible'],
   ] as const) {
     it(`commits the offsets when the response to ${method} is lost, sending it again (${protocol})`, async () => {
       const { kafka } = testClients();

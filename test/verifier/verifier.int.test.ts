@@ -400,6 +400,41 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(new Set(keys)).toEqual(new Set(ids));
   });
 
+  it('answers each request once when an instance is cut off from its group mid-load (SIGSTOP past its session) and comes back', async () => {
+    // Answers come 3 s after each call: the first instance is stopped while it waits on every one.
+    const h = await verifierHarness({ faults: { latencyMs: 3000 } });
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    const one = h.start('one', { LOG_LEVEL: 'debug' });
+    await one.logLine(ready);
+    const ids = Array.from({ length: 30 }, (_, i) => `cut-off-${i}`);
+    let asked = 0;
+    const allAsked = one.logLine((l) => l.msg === 'asking upstream' && ++asked === ids.length);
+    await sendMatchingRequests(h, producer, ids);
+    await allAsked;
+    one.child.kill('SIGSTOP');
+    // The second instance's join waits until the first one's session (10 s) expires; it then owns
+    // every partition and answers every request from the committed offsets.
+    const committed = await collect(h.kafka, h.config.verifier.repliesTopic, 'read_committed');
+    const two = h.start('two');
+    await committed.until((r) => new Set(r.map((x) => x.key?.toString())).size >= ids.length);
+    // The first instance comes back, with its answers from upstream waiting, and learns that it is
+    // no longer a member; whether it first commits or first rejoins, none of its answers may commit.
+    const rejoined = one.logLine((l) => l.msg === 'Consumer has joined the group');
+    one.child.kill('SIGCONT');
+    await rejoined;
+    for (const verifier of [one, two]) {
+      verifier.child.kill('SIGTERM');
+      expect(await verifier.exited).toBe(0);
+    }
+    const replies: string[] = [];
+    await h.kafka.readTopic(h.config.verifier.repliesTopic, (records) => {
+      for (const r of records) replies.push(r.key?.toString() ?? '');
+    });
+    expect(replies.length).toBe(ids.length);
+    expect(new Set(replies)).toEqual(new Set(ids));
+  });
+
   it('gives the requester the FAILED reply of a request cut off at its deadline, not its own timeout', async () => {
     const h = await verifierHarness({ faults: { latencyMs: 10_000 } });
     const verifier = h.start();

@@ -1,10 +1,11 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { loadVerifierConfig } from '../../src/config/index.ts';
-import { AbortedError } from '../../src/errors.ts';
+import { AbortedError, MemberFencedError } from '../../src/errors.ts';
 import type {
   ConsumedBatch,
   GroupConsumerOptions,
+  GroupMembership,
   KafkaClient,
   OutgoingRecord,
   TransactionOptions,
@@ -38,6 +39,9 @@ function heldAnswers() {
     },
   };
 }
+
+/** The member the stand-in consumer joins as, unless a test rejoins it as another. */
+const MEMBER: GroupMembership = { generationId: 1, memberId: 'member-1' };
 
 /** A JSON request as the consumer hands it over. */
 function request(partition: number, offset: number) {
@@ -83,6 +87,8 @@ async function startedVerifier(
     drainTimeoutMs?: number;
     /** How many transactions fail (the first ones) before they commit. */
     failingTransactions?: number;
+    /** What they fail with (default: a Kafka authorization error). */
+    transactionError?: () => Error;
     /** Awaited by every transaction before it commits. */
     transactionGate?: () => Promise<void>;
   } = {},
@@ -91,12 +97,15 @@ async function startedVerifier(
   let failing = options.failingTransactions ?? 0;
   /** The transactions committed: their records' keys and the offsets they commit. */
   const transactions: { keys: string[]; offsets: { partition: number; offset: string }[] }[] = [];
+  /** The member each committed transaction's offsets were sent as. */
+  const memberships: (GroupMembership | undefined)[] = [];
+  let membership: GroupMembership | undefined;
   const kafka = {
     transactionalProducer: async () => ({
       transaction: async (records: OutgoingRecord[], tx?: TransactionOptions) => {
         if (failing > 0) {
           failing--;
-          throw new Error('TOPIC_AUTHORIZATION_FAILED');
+          throw options.transactionError?.() ?? new Error('TOPIC_AUTHORIZATION_FAILED');
         }
         await options.transactionGate?.();
         transactions.push({
@@ -106,6 +115,7 @@ async function startedVerifier(
             offset,
           })),
         });
+        memberships.push(tx?.consumerOffsets?.membership);
       },
       begin: async () => {
         throw new Error('not used');
@@ -114,7 +124,13 @@ async function startedVerifier(
     }),
     groupConsumer(options: GroupConsumerOptions) {
       consumerOptions = options;
-      return { start: async () => {}, pause() {}, resume() {}, close: async () => {} };
+      return {
+        start: async () => {},
+        pause() {},
+        resume() {},
+        membership: () => membership,
+        close: async () => {},
+      };
     },
   } as unknown as KafkaClient;
   const config = loadVerifierConfig({
@@ -141,14 +157,22 @@ async function startedVerifier(
   });
   await verifier.start();
   if (!consumerOptions) throw new Error('the verifier made no consumer');
-  const consumer = consumerOptions;
-  consumer.onAssignment?.([{ topic: config.verifier.requestsTopic, partitions: [0, 1] }]);
+  const options_ = consumerOptions;
+  // As the consumer does: its membership is the one its last assignment came with.
+  const consumer: GroupConsumerOptions = {
+    ...options_,
+    onAssignment(assigned, joinedAs) {
+      membership = joinedAs;
+      options_.onAssignment?.(assigned, joinedAs);
+    },
+  };
+  consumer.onAssignment?.([{ topic: config.verifier.requestsTopic, partitions: [0, 1] }], MEMBER);
   const settled = { value: false };
   verifier.done.then(
     () => (settled.value = true),
     () => (settled.value = true),
   );
-  return { verifier, consumer, settled, transactions };
+  return { verifier, consumer, settled, transactions, memberships };
 }
 
 describe('verifier consumer crashes', () => {
@@ -159,7 +183,7 @@ describe('verifier consumer crashes', () => {
     await Promise.resolve();
     expect(settled.value).toBe(false);
     expect(verifier.ready()).toEqual({ ready: false, reason: 'joining group' });
-    consumer.onAssignment?.([{ topic: 'requests', partitions: [0, 1] }]);
+    consumer.onAssignment?.([{ topic: 'requests', partitions: [0, 1] }], MEMBER);
     expect(verifier.ready().ready).toBe(true);
     await verifier.stop();
     await expect(verifier.done).resolves.toBeUndefined();
@@ -179,6 +203,7 @@ async function oneInFlight(
     concurrency?: number;
     drainTimeoutMs?: number;
     failingTransactions?: number;
+    transactionError?: () => Error;
     transactionGate?: () => Promise<void>;
   } = {},
 ) {
@@ -211,6 +236,72 @@ describe('verifier in-flight work', () => {
     expect(transactions).toEqual([]);
   });
 
+  it("commits each transaction's offsets as the member of its last assignment", async () => {
+    const first = Promise.withResolvers<void>();
+    const { verifier, consumer, transactions, memberships, upstream } = await oneInFlight({
+      transactionGate: async () => first.resolve(),
+    });
+    upstream.release(0);
+    await first.promise;
+    await consumer.beforeJoin?.();
+    const rejoined = { generationId: 2, memberId: 'member-1' };
+    consumer.onAssignment?.([{ topic: 'requests', partitions: [0] }], rejoined);
+    await consumer.eachBatch(batchOf(0, [1]));
+    upstream.release(1);
+    await verifier.stop();
+    expect(transactions.map((t) => t.keys)).toEqual([['r-0-0'], ['r-0-1']]);
+    expect(memberships).toEqual([MEMBER, rejoined]);
+  });
+
+  it('drops what it has in hand, and keeps running, when its offsets are refused as a member cut off from the group', async () => {
+    const refused = Promise.withResolvers<void>();
+    const { verifier, consumer, transactions, upstream, settled } = await oneInFlight({
+      failingTransactions: 1,
+      transactionError: () => {
+        refused.resolve();
+        return new MemberFencedError('group g no longer has member member-1 in generation 1');
+      },
+    });
+    await consumer.eachBatch(batchOf(0, [1]));
+    upstream.release(0); // r-0-0's transaction is refused
+    await refused.promise;
+    await new Promise(setImmediate); // the verifier's handling of the refusal, in microtasks
+    upstream.release(1); // r-0-1, in hand when the refusal came, is dropped too
+    await new Promise(setImmediate);
+    expect(settled.value).toBe(false);
+    expect(transactions).toEqual([]);
+    // kafkajs rejoins as a new member; the new assignment hands both requests again.
+    await consumer.beforeJoin?.();
+    const rejoined = { generationId: 3, memberId: 'member-2' };
+    consumer.onAssignment?.([{ topic: 'requests', partitions: [0] }], rejoined);
+    await consumer.eachBatch(batchOf(0, [0, 1]));
+    upstream.release(2);
+    upstream.release(3);
+    await verifier.stop();
+    await expect(verifier.done).resolves.toBeUndefined();
+    expect(transactions.flatMap((t) => t.keys)).toEqual(['r-0-0', 'r-0-1']);
+    expect(transactions.at(-1)?.offsets).toEqual([{ partition: 0, offset: '2' }]);
+  });
+
+  it('keeps the requests in hand across a rejoin as the same member, and drops them on a rejoin as a new one', async () => {
+    for (const [memberId, asked] of [
+      ['member-1', 1], // stayed in the group: the request handed again is in flight already
+      ['member-2', 2], // cut off meanwhile: another member may have answered it, it starts afresh
+    ] as const) {
+      const { verifier, consumer, transactions, upstream } = await oneInFlight();
+      await consumer.beforeJoin?.();
+      consumer.onAssignment?.([{ topic: 'requests', partitions: [0] }], { generationId: 2, memberId });
+      await consumer.eachBatch(batchOf(0, [0]));
+      expect(upstream.held, memberId).toHaveLength(asked);
+      for (let i = 0; i < asked; i++) upstream.release(i);
+      await verifier.stop();
+      expect(
+        transactions.flatMap((t) => t.keys),
+        memberId,
+      ).toEqual(['r-0-0']);
+    }
+  });
+
   it('before rejoining its group, lets the transaction under way finish and starts none until its new assignment', async () => {
     const gate = Promise.withResolvers<void>();
     const entered = Promise.withResolvers<void>();
@@ -232,7 +323,7 @@ describe('verifier in-flight work', () => {
     await beforeJoin;
     expect(transactions.map((t) => t.keys)).toEqual([['r-0-0']]);
     // Partition 1 went to another member: its reply is never committed here; 0 is kept.
-    consumer.onAssignment?.([{ topic: 'requests', partitions: [0] }]);
+    consumer.onAssignment?.([{ topic: 'requests', partitions: [0] }], MEMBER);
     await consumer.eachBatch(batchOf(0, [1]));
     upstream.release(2);
     await verifier.stop();
@@ -242,7 +333,7 @@ describe('verifier in-flight work', () => {
   it('answers, once, a request it had in flight when it crashed and is handed again after the rejoin', async () => {
     const { verifier, consumer, transactions, upstream } = await oneInFlight();
     consumer.onCrash?.(new Error('The coordinator is loading'), true);
-    consumer.onAssignment?.([{ topic: 'requests', partitions: [0] }]);
+    consumer.onAssignment?.([{ topic: 'requests', partitions: [0] }], MEMBER);
     await consumer.eachBatch(batchOf(0, [0]));
     upstream.release(0);
     upstream.release(1);
