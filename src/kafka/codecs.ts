@@ -37,7 +37,11 @@ import { KafkaError } from '../errors.ts';
  * has it.
  *
  * A batch that does not decompress fails the fetch with a KafkaError naming its codec: the consumer
- * stops before its offsets move (SPEC §7) rather than skip records it could not read.
+ * stops before its offsets move (SPEC §7) rather than skip records it could not read. So does a
+ * batch that would decompress to more than `MAX_DECOMPRESSED_BYTES`, checked before any output is
+ * allocated: a small batch of one compressed run of zeros (a "bomb", by mistake or malice: ZSTD
+ * turns 1 MB into tens of GB) would otherwise take the process's memory, and the container would
+ * be killed with no word of why, again at every restart.
  */
 
 const require = createRequire(import.meta.url);
@@ -52,6 +56,63 @@ let lz4: typeof Lz4 | undefined;
 let snappy: typeof Snappy | undefined;
 const lz4Module = () => (lz4 ??= require('lz4-napi') as typeof Lz4);
 const snappyModule = () => (snappy ??= require('snappy') as typeof Snappy);
+
+/**
+ * The most one record batch may decompress to: 64 MiB, what a fetch takes of uncompressed batches
+ * (consumer.ts, read-topic.ts), so that a compressed topic costs a reader no more memory than an
+ * uncompressed one (the chart gives the verifier 512 MiB). A batch the broker takes at its default
+ * `max.message.bytes` (1 MiB) reaches it only past 64:1, where JSON and Avro records compress
+ * 5–20:1.
+ */
+export const MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024;
+
+class TooLargeError extends Error {
+  constructor(maxBytes: number, bytes?: number) {
+    super(
+      `it decompresses to ${bytes === undefined ? 'more than' : `${bytes} bytes, over`} ${maxBytes} bytes, ` +
+        "fraudlink's bound on one batch",
+    );
+  }
+}
+
+/** The length a raw Snappy block says it decompresses to: its leading varint (at most 32 bits). */
+export function snappyLength(block: Buffer): number {
+  let length = 0;
+  for (let i = 0; i < 5 && i < block.length; i++) {
+    const byte = block[i] as number;
+    length += (byte & 0x7f) * 2 ** (7 * i);
+    if (byte < 0x80) return length;
+  }
+  throw new Error('Snappy block without a valid length');
+}
+
+/** LZ4 frame (KIP-57): magic, FLG, BD. Block sizes by BD's block maximum size field (4 to 7). */
+const LZ4_MAGIC = 0x184d2204;
+const LZ4_BLOCK_MAX = [0, 0, 0, 0, 64 * 1024, 256 * 1024, 1024 * 1024, 4 * 1024 * 1024];
+
+/**
+ * The most an LZ4 frame can decompress to, from its block headers alone: a stored block's own size,
+ * the frame's block maximum for each compressed one (the content size its header may give is not
+ * trusted: the decoder writes whatever the blocks hold). Undefined for what is not a well-formed
+ * frame, which the decoder then refuses.
+ */
+export function lz4FrameBound(frame: Buffer): number | undefined {
+  if (frame.length < 7 || frame.readUInt32LE(0) !== LZ4_MAGIC) return undefined;
+  const flg = frame[4] as number;
+  const blockMax = LZ4_BLOCK_MAX[((frame[5] as number) >> 4) & 0x07] ?? 0;
+  if (blockMax === 0) return undefined;
+  const blockChecksum = flg & 0x10 ? 4 : 0;
+  let offset = 6 + (flg & 0x08 ? 8 : 0) + (flg & 0x01 ? 4 : 0) + 1; // content size, dictionary id, HC
+  let bound = 0;
+  while (offset + 4 <= frame.length) {
+    const header = frame.readUInt32LE(offset);
+    if (header === 0) return bound; // end mark
+    const size = header & 0x7fffffff;
+    bound += header & 0x80000000 ? size : blockMax;
+    offset += 4 + size + blockChecksum;
+  }
+  return undefined;
+}
 
 /** "\x82SNAPPY\0", then the stream format's version and oldest compatible version (int32 each). */
 const XERIAL_MAGIC = Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00]);
@@ -82,12 +143,30 @@ export function xerialBlocks(buffer: Buffer): Buffer[] {
 export const isXerial = (buffer: Buffer) =>
   buffer.length >= XERIAL_HEADER_BYTES && buffer.subarray(0, XERIAL_MAGIC.length).equals(XERIAL_MAGIC);
 
-async function snappyDecompress(buffer: Buffer): Promise<Buffer> {
+function snappyDecompress(buffer: Buffer, maxBytes: number): Buffer {
   const { uncompressSync } = snappyModule();
-  if (!isXerial(buffer)) return uncompressSync(buffer, { asBuffer: true }) as Buffer;
-  return Buffer.concat(
-    xerialBlocks(buffer).map((block) => uncompressSync(block, { asBuffer: true }) as Buffer),
-  );
+  const blocks = isXerial(buffer) ? xerialBlocks(buffer) : [buffer];
+  const bytes = blocks.reduce((sum, block) => sum + snappyLength(block), 0);
+  if (bytes > maxBytes) throw new TooLargeError(maxBytes, bytes);
+  const raw = blocks.map((block) => uncompressSync(block, { asBuffer: true }) as Buffer);
+  return raw.length === 1 ? (raw[0] as Buffer) : Buffer.concat(raw);
+}
+
+function lz4Decompress(frame: Buffer, maxBytes: number): Buffer {
+  if ((lz4FrameBound(frame) ?? 0) > maxBytes) throw new TooLargeError(maxBytes);
+  return lz4Module().decompressFrameSync(frame);
+}
+
+/** zlib's decompression, stopped at `maxBytes` of output. */
+function zlibDecompress(decompress: (data: Buffer, options: { maxOutputLength: number }) => Buffer) {
+  return (data: Buffer, maxBytes: number) => {
+    try {
+      return decompress(data, { maxOutputLength: maxBytes });
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw new TooLargeError(maxBytes);
+      throw err;
+    }
+  };
 }
 
 const gzip = promisify(zlib.gzip);
@@ -96,13 +175,14 @@ const gzip = promisify(zlib.gzip);
 function codec(
   name: string,
   compress: (data: Buffer) => Promise<Buffer>,
-  decompress: typeof compress,
+  decompress: (data: Buffer, maxBytes: number) => Buffer,
+  maxBytes: number,
 ): Codec {
   return {
     compress: (encoder) => compress(encoder.buffer),
     async decompress(buffer) {
       try {
-        return await decompress(buffer);
+        return decompress(buffer, maxBytes);
       } catch (err) {
         throw new KafkaError(
           `could not decompress a ${name} record batch (${buffer.length} bytes compressed): ` +
@@ -114,21 +194,33 @@ function codec(
   };
 }
 
-export const CODECS = {
-  Snappy: codec('Snappy', async (data) => snappyModule().compressSync(data), snappyDecompress),
-  LZ4: codec(
-    'LZ4',
-    async (data) => lz4Module().compressFrameSync(data),
-    async (data) => lz4Module().decompressFrameSync(data),
-  ),
-  ZSTD: codec(
-    'ZSTD',
-    async (data) => zlib.zstdCompressSync(data),
-    async (data) => zlib.zstdDecompressSync(data),
-  ),
-  // unzip, as kafkajs's own codec: gzip or zlib framing.
-  GZIP: codec('GZIP', gzip, async (data) => zlib.unzipSync(data)),
-} as const;
+/** The codecs, refusing any batch that would decompress to more than `maxDecompressedBytes`. */
+export function createCodecs(maxDecompressedBytes = MAX_DECOMPRESSED_BYTES) {
+  return {
+    Snappy: codec(
+      'Snappy',
+      async (data) => snappyModule().compressSync(data),
+      snappyDecompress,
+      maxDecompressedBytes,
+    ),
+    LZ4: codec(
+      'LZ4',
+      async (data) => lz4Module().compressFrameSync(data),
+      lz4Decompress,
+      maxDecompressedBytes,
+    ),
+    ZSTD: codec(
+      'ZSTD',
+      async (data) => zlib.zstdCompressSync(data),
+      zlibDecompress(zlib.zstdDecompressSync),
+      maxDecompressedBytes,
+    ),
+    // unzip, as kafkajs's own codec: gzip or zlib framing.
+    GZIP: codec('GZIP', gzip, zlibDecompress(zlib.unzipSync), maxDecompressedBytes),
+  } as const;
+}
+
+export const CODECS = createCodecs();
 
 /** Kafka's codec ids (a record batch's attribute bits, kafkajs's `CompressionTypes`), by name. */
 export const CODEC_IDS: Record<KafkaCompression, number> = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 };

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { KafkaError } from '../../src/errors.ts';
-import { CODEC_IDS, CODECS, isXerial, xerialBlocks } from '../../src/kafka/codecs.ts';
+import {
+  CODEC_IDS,
+  CODECS,
+  createCodecs,
+  isXerial,
+  lz4FrameBound,
+  MAX_DECOMPRESSED_BYTES,
+  snappyLength,
+  xerialBlocks,
+} from '../../src/kafka/codecs.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 
 const XERIAL_HEADER = Buffer.concat([
@@ -67,6 +76,68 @@ describe('compression codecs', () => {
     await expect(CODECS.Snappy.decompress(whole.subarray(0, whole.length - 1))).rejects.toThrow(
       /^could not decompress a Snappy record batch \(\d+ bytes compressed\): snappy-java block/,
     );
+  });
+
+  it.each(Object.keys(CODECS) as (keyof typeof CODECS)[])(
+    '%s: refuses a batch that decompresses past the bound, and takes one that reaches it',
+    async (name) => {
+      const bound = 256 * 1024;
+      const codecs = createCodecs(bound);
+      const codec = codecs[name];
+      const atBound = await codec.compress({ buffer: Buffer.alloc(bound, 'a') });
+      expect((await codec.decompress(atBound)).length).toBe(bound);
+      const over = await codec.compress({ buffer: Buffer.alloc(bound + 1, 'a') });
+      const err = await codec.decompress(over).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(KafkaError);
+      expect((err as Error).message).toMatch(
+        new RegExp(
+          `^could not decompress a ${name} record batch \\(${over.length} bytes compressed\\): it ` +
+            `decompresses to (more than|${bound + 1} bytes, over) ${bound} bytes, fraudlink's bound on one batch$`,
+        ),
+      );
+    },
+  );
+
+  it(`refuses a ZSTD "bomb" at ${MAX_DECOMPRESSED_BYTES} bytes by default, its few KB compressed`, async () => {
+    const bomb = await CODECS.ZSTD.compress({ buffer: Buffer.alloc(MAX_DECOMPRESSED_BYTES + 1) });
+    expect(bomb.length).toBeLessThan(16 * 1024);
+    await expect(CODECS.ZSTD.decompress(bomb)).rejects.toThrow(
+      `it decompresses to more than ${MAX_DECOMPRESSED_BYTES} bytes`,
+    );
+  });
+
+  it('Snappy: reads the length a block decompresses to before decompressing it, also across snappy-java blocks', async () => {
+    const data = text(3000);
+    const block = await CODECS.Snappy.compress({ buffer: data });
+    expect(snappyLength(block)).toBe(data.length);
+    expect(() => snappyLength(Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0x01]))).toThrow(
+      'Snappy block without a valid length',
+    );
+    const stream = xerial(block, block);
+    await expect(createCodecs(2 * data.length - 1).Snappy.decompress(stream)).rejects.toThrow(
+      `it decompresses to ${2 * data.length} bytes, over ${2 * data.length - 1} bytes`,
+    );
+  });
+
+  it("LZ4: bounds a frame by its blocks: a stored block's size, the frame's block maximum for a compressed one", async () => {
+    const data = text(20_000); // ~240 KB: four 64 KB blocks
+    const frame = await CODECS.LZ4.compress({ buffer: data });
+    const bound = lz4FrameBound(frame) ?? 0;
+    expect(bound).toBeGreaterThanOrEqual(data.length);
+    expect(bound).toBeLessThan(data.length + 4 * 1024 * 1024);
+    // A frame as Kafka's Java client writes it (KafkaLZ4BlockOutputStream): FLG 0x60 (version 1,
+    // independent blocks), BD 0x40 (64 KB blocks), header checksum; one stored block of 5 bytes,
+    // one compressed block of 3; end mark.
+    const java = Buffer.concat([
+      Buffer.from([0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x82]),
+      Buffer.from([0x05, 0x00, 0x00, 0x80]),
+      Buffer.from('hello'),
+      Buffer.from([0x03, 0x00, 0x00, 0x00, 0x10, 0x61, 0x00]),
+      Buffer.from([0x00, 0x00, 0x00, 0x00]),
+    ]);
+    expect(lz4FrameBound(java)).toBe(5 + 64 * 1024);
+    expect(lz4FrameBound(Buffer.from('not a frame'))).toBeUndefined();
+    expect(lz4FrameBound(frame.subarray(0, frame.length - 4))).toBeUndefined(); // no end mark
   });
 
   it.each(Object.keys(CODECS) as (keyof typeof CODECS)[])(
