@@ -7,6 +7,7 @@ export interface VerifierMetrics {
   commitSeconds: Histogram;
   dlq: Counter<'code'>;
   refusedReplyTopics: Counter;
+  memberFenced: Counter;
 }
 
 export function createVerifierMetrics(registry: Registry): VerifierMetrics {
@@ -44,6 +45,11 @@ export function createVerifierMetrics(registry: Registry): VerifierMetrics {
     refusedReplyTopics: new Counter({
       name: 'fraudlink_verifier_reply_topic_refused_total',
       help: 'Requests whose kafka_replyTopic was refused by the allow-list',
+      registers,
+    }),
+    memberFenced: new Counter({
+      name: 'fraudlink_verifier_member_fenced_total',
+      help: 'Transactions refused because this member had been cut off from its group; their replies were dropped',
       registers,
     }),
   };

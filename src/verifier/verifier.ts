@@ -119,6 +119,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
         'this member was cut off from its group: its replies are dropped, for the owners of its ' +
           'partitions to answer',
       );
+      deps.metrics.memberFenced.inc();
       progress.retain(() => false);
       memberId = undefined;
       return;

@@ -142,6 +142,7 @@ async function startedVerifier(
     VERIFY_CONCURRENCY: String(options.concurrency ?? 64),
   });
   const verify = options.verify ?? (async () => Promise.reject(new Error('not used')));
+  const metrics = createVerifierMetrics(new Registry());
   const verifier = createVerifier({
     kafka,
     transactionalId: 'fraudlink-verifier-test',
@@ -151,7 +152,7 @@ async function startedVerifier(
     replyEncoder: async () => Promise.reject(new Error('not used')),
     partitionCount: async () => 3,
     dlqMaxBytes: 1_048_588,
-    metrics: createVerifierMetrics(new Registry()),
+    metrics,
     logger: silentLogger(),
     ...(options.drainTimeoutMs !== undefined && { drainTimeoutMs: options.drainTimeoutMs }),
   });
@@ -172,7 +173,7 @@ async function startedVerifier(
     () => (settled.value = true),
     () => (settled.value = true),
   );
-  return { verifier, consumer, settled, transactions, memberships };
+  return { verifier, consumer, settled, transactions, memberships, metrics };
 }
 
 describe('verifier consumer crashes', () => {
@@ -255,7 +256,7 @@ describe('verifier in-flight work', () => {
 
   it('drops what it has in hand, and keeps running, when its offsets are refused as a member cut off from the group', async () => {
     const refused = Promise.withResolvers<void>();
-    const { verifier, consumer, transactions, upstream, settled } = await oneInFlight({
+    const { verifier, consumer, transactions, upstream, settled, metrics } = await oneInFlight({
       failingTransactions: 1,
       transactionError: () => {
         refused.resolve();
@@ -270,6 +271,7 @@ describe('verifier in-flight work', () => {
     await new Promise(setImmediate);
     expect(settled.value).toBe(false);
     expect(transactions).toEqual([]);
+    expect((await metrics.memberFenced.get()).values[0]?.value).toBe(1);
     // kafkajs rejoins as a new member; the new assignment hands both requests again.
     await consumer.beforeJoin?.();
     const rejoined = { generationId: 3, memberId: 'member-2' };
