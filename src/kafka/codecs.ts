@@ -91,27 +91,34 @@ const LZ4_MAGIC = 0x184d2204;
 const LZ4_BLOCK_MAX = [0, 0, 0, 0, 64 * 1024, 256 * 1024, 1024 * 1024, 4 * 1024 * 1024];
 
 /**
- * The most an LZ4 frame can decompress to, from its block headers alone: a stored block's own size,
- * the frame's block maximum for each compressed one (the content size its header may give is not
- * trusted: the decoder writes whatever the blocks hold). Undefined for what is not a well-formed
- * frame, which the decoder then refuses.
+ * The most LZ4 frames can decompress to, from their block headers alone: a stored block's own size,
+ * the frame's block maximum for each compressed one (the content size a header may give is not
+ * trusted: the decoder writes whatever the blocks hold). Frames concatenated are summed, and blocks
+ * cut off by the end of the data counted as they stand. Undefined for data that does not begin as
+ * an LZ4 frame, which the decoder then refuses.
  */
-export function lz4FrameBound(frame: Buffer): number | undefined {
-  if (frame.length < 7 || frame.readUInt32LE(0) !== LZ4_MAGIC) return undefined;
-  const flg = frame[4] as number;
-  const blockMax = LZ4_BLOCK_MAX[((frame[5] as number) >> 4) & 0x07] ?? 0;
-  if (blockMax === 0) return undefined;
-  const blockChecksum = flg & 0x10 ? 4 : 0;
-  let offset = 6 + (flg & 0x08 ? 8 : 0) + (flg & 0x01 ? 4 : 0) + 1; // content size, dictionary id, HC
-  let bound = 0;
-  while (offset + 4 <= frame.length) {
-    const header = frame.readUInt32LE(offset);
-    if (header === 0) return bound; // end mark
-    const size = header & 0x7fffffff;
-    bound += header & 0x80000000 ? size : blockMax;
-    offset += 4 + size + blockChecksum;
+export function lz4FrameBound(data: Buffer): number | undefined {
+  let bound: number | undefined;
+  let offset = 0;
+  while (offset + 7 <= data.length && data.readUInt32LE(offset) === LZ4_MAGIC) {
+    const flg = data[offset + 4] as number;
+    const blockMax = LZ4_BLOCK_MAX[((data[offset + 5] as number) >> 4) & 0x07] ?? 0;
+    if (blockMax === 0) break;
+    const blockChecksum = flg & 0x10 ? 4 : 0;
+    // FLG, BD, then the content size, the dictionary id, the header checksum.
+    offset += 6 + (flg & 0x08 ? 8 : 0) + (flg & 0x01 ? 4 : 0) + 1;
+    bound ??= 0;
+    while (offset + 4 <= data.length) {
+      const header = data.readUInt32LE(offset);
+      offset += 4;
+      if (header === 0) break; // end mark
+      const size = header & 0x7fffffff;
+      bound += header & 0x80000000 ? size : blockMax;
+      offset += size + blockChecksum;
+    }
+    if (flg & 0x04) offset += 4; // content checksum
   }
-  return undefined;
+  return bound;
 }
 
 /** "\x82SNAPPY\0", then the stream format's version and oldest compatible version (int32 each). */

@@ -434,8 +434,8 @@ export function createEosManager({
               groupId: consumerGroupId,
               topics,
             };
-            // v2's TxnOffsetCommit (v5) always carries the member; on v1, v3 or v4 does where one is
-            // given and the coordinator offers it (Kafka 2.5+), kafkajs's own (v0) elsewhere.
+            // The member, where one is given, goes in v5 on v2, and in v4 or v3 on v1 where the
+            // coordinator offers them (Kafka 2.5+); otherwise v1 takes kafkajs's own (v0).
             const version = transactionV2
               ? 5
               : membership && memberTxnOffsetCommitVersion(groupCoordinator.versions);

@@ -136,8 +136,10 @@ describe('compression codecs', () => {
       Buffer.from([0x00, 0x00, 0x00, 0x00]),
     ]);
     expect(lz4FrameBound(java)).toBe(5 + 64 * 1024);
+    expect(lz4FrameBound(java.subarray(0, java.length - 4)), 'no end mark').toBe(5 + 64 * 1024);
+    expect(lz4FrameBound(Buffer.concat([java, java])), 'two frames').toBe(2 * (5 + 64 * 1024));
+    expect(lz4FrameBound(Buffer.concat([frame, frame])), 'two frames').toBe(2 * bound);
     expect(lz4FrameBound(Buffer.from('not a frame'))).toBeUndefined();
-    expect(lz4FrameBound(frame.subarray(0, frame.length - 4))).toBeUndefined(); // no end mark
   });
 
   it.each(Object.keys(CODECS) as (keyof typeof CODECS)[])(
