@@ -97,14 +97,15 @@ export async function run(): Promise<void> {
   const connector = await connectorRun(stack, rows);
   const bare = await bareRun(stack.brokers, connector.topic, rows, false);
   const bareFixed = await bareRun(stack.brokers, connector.topic, rows, true);
+  const node = [...imageNodeFlags, process.env.BENCH_CHILD_NODE_OPTIONS ?? ''].join(' ').trim();
+  const env = Object.entries(imageEnv)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+  const cgroup = childMemoryLimitMb ? `, in a ${childMemoryLimitMb} MiB memory cgroup` : '';
   console.log(
-    `rows: ${fmt(rows)}, ${TX} records per transaction; connector run as the image runs it: node ${[...imageNodeFlags, process.env.BENCH_CHILD_NODE_OPTIONS ?? ''].join(' ').trim()} bin/fraudlink.js (compiled dist/), env ${Object.entries(
-      imageEnv,
-    )
-      .map(([k, v]) => `${k}=${v}`)
-      .join(
-        ' ',
-      )}${childMemoryLimitMb ? `, in a ${childMemoryLimitMb} MiB memory cgroup` : ''}, KAFKA_COMPRESSION=${process.env.KAFKA_COMPRESSION ?? 'none'}`,
+    `rows: ${fmt(rows)}, ${TX} records per transaction; connector run as the image runs it: node ${node} ` +
+      `bin/fraudlink.js (compiled dist/), env ${env}${cgroup}, ` +
+      `KAFKA_COMPRESSION=${process.env.KAFKA_COMPRESSION ?? 'none'}`,
   );
   console.log(
     `bare kafkajs transactional producer (stock kafkajs, own process), the connector's own records (key, Avro value, 3 headers): ${fmt(bare)} records/s`,

@@ -203,27 +203,21 @@ function codec(
 
 /** The codecs, refusing any batch that would decompress to more than `maxDecompressedBytes`. */
 export function createCodecs(maxDecompressedBytes = MAX_DECOMPRESSED_BYTES) {
+  const bounded = (
+    name: string,
+    compress: (data: Buffer) => Promise<Buffer>,
+    decompress: (data: Buffer, maxBytes: number) => Buffer,
+  ) => codec(name, compress, decompress, maxDecompressedBytes);
   return {
-    Snappy: codec(
-      'Snappy',
-      async (data) => snappyModule().compressSync(data),
-      snappyDecompress,
-      maxDecompressedBytes,
-    ),
-    LZ4: codec(
-      'LZ4',
-      async (data) => lz4Module().compressFrameSync(data),
-      lz4Decompress,
-      maxDecompressedBytes,
-    ),
-    ZSTD: codec(
+    Snappy: bounded('Snappy', async (data) => snappyModule().compressSync(data), snappyDecompress),
+    LZ4: bounded('LZ4', async (data) => lz4Module().compressFrameSync(data), lz4Decompress),
+    ZSTD: bounded(
       'ZSTD',
       async (data) => zlib.zstdCompressSync(data),
       zlibDecompress(zlib.zstdDecompressSync),
-      maxDecompressedBytes,
     ),
     // unzip, as kafkajs's own codec: gzip or zlib framing.
-    GZIP: codec('GZIP', gzip, zlibDecompress(zlib.unzipSync), maxDecompressedBytes),
+    GZIP: bounded('GZIP', gzip, zlibDecompress(zlib.unzipSync)),
   } as const;
 }
 

@@ -417,7 +417,8 @@ export function createEosManager({
         // `transactionStarted` (TransactionManager): a transaction that enrolled nothing ends without
         // an EndTxn, one whose enrolment's outcome is unknown too; the coordinator then aborts it
         // at the next InitProducerId (after a failed transaction the connector opens a new producer
-        // and the verifier stops), or after the transaction timeout.
+        // and the verifier stops, unless its offsets were refused as a stale member's: that abort
+        // has the replies' partitions enrolled), or after the transaction timeout.
         hasOffsetsAddedToTransaction = true;
 
         let groupCoordinator = await cluster.findGroupCoordinator({

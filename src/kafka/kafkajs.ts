@@ -840,7 +840,10 @@ function installErrorCodes(): void {
 const GROUP_HOOKS = Symbol.for('fraudlink.kafkajs.groupHooks');
 type AssignerFactory = (args: object) => Record<string | symbol, unknown>;
 
-/** What a kafkajs ConsumerGroup shows of its membership: set by each JoinGroup, `memberId` reset when the coordinator no longer knows it. */
+/**
+ * What a kafkajs ConsumerGroup shows of its membership: set by each JoinGroup, `memberId` reset when
+ * the coordinator no longer knows it.
+ */
 export interface KafkajsGroupState {
   readonly generationId: number | null;
   readonly memberId: string | null;
