@@ -4,6 +4,12 @@ import { tlsProblems } from './tls.ts';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
+/**
+ * VERIFY_MAX_DEADLINE_MS when unset (or VERIFY_DEFAULT_DEADLINE_MS when that is longer): three times
+ * the EPC budget, and under the verifier's 20 s drain, so that a stop answers everything in flight.
+ */
+const DEFAULT_MAX_DEADLINE_MS = 15_000;
+
 export interface ApiConfig {
   baseUrl: string;
   key: string;
@@ -65,6 +71,12 @@ export interface VerifierConfig extends CommonConfig {
     dlqTopic: string;
     groupId: string;
     defaultDeadlineMs: number;
+    /**
+     * The furthest a request's deadline may lie from when the verifier reads it: a later
+     * `vop-deadline` (Java's Long.MAX_VALUE for "none", a typo) is brought in to this, so that one
+     * request cannot hold back its partition's replies, or be retried upstream, without end.
+     */
+    maxDeadlineMs: number;
     concurrency: number;
     /** Least time between the starts of two reply transactions (fewer, larger transactions at low rates). */
     commitIntervalMs: number;
@@ -173,6 +185,14 @@ function crossCheck(env: Env): Problem[] {
     problems.push({
       variable: set('SCHEMA_REGISTRY_USERNAME') ? 'SCHEMA_REGISTRY_PASSWORD' : 'SCHEMA_REGISTRY_USERNAME',
       message: 'SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD go together',
+    });
+  }
+  const maxDeadline = Number(env.VERIFY_MAX_DEADLINE_MS);
+  const defaultDeadline = set('VERIFY_DEFAULT_DEADLINE_MS') ? Number(env.VERIFY_DEFAULT_DEADLINE_MS) : 5000;
+  if (set('VERIFY_MAX_DEADLINE_MS') && maxDeadline < defaultDeadline) {
+    problems.push({
+      variable: 'VERIFY_MAX_DEADLINE_MS',
+      message: `must be at least VERIFY_DEFAULT_DEADLINE_MS (${defaultDeadline})`,
     });
   }
   return problems;
@@ -286,6 +306,8 @@ export function loadVerifierConfig(env: Env): VerifierConfig {
         dlqTopic: e.VERIFY_DLQ_TOPIC,
         groupId: e.VERIFY_GROUP_ID,
         defaultDeadlineMs: e.VERIFY_DEFAULT_DEADLINE_MS,
+        maxDeadlineMs:
+          e.VERIFY_MAX_DEADLINE_MS ?? Math.max(DEFAULT_MAX_DEADLINE_MS, e.VERIFY_DEFAULT_DEADLINE_MS),
         concurrency: e.VERIFY_CONCURRENCY,
         commitIntervalMs: e.VERIFY_COMMIT_INTERVAL_MS,
         replyTopicsAllowed: new RegExp(e.VERIFY_REPLY_TOPICS),

@@ -126,6 +126,8 @@ export const verifierEnv = {
   VERIFY_DLQ_TOPIC: topic.default('vop.verification.requests.dlq.v1'),
   VERIFY_GROUP_ID: text.default('fraudlink-verifier'),
   VERIFY_DEFAULT_DEADLINE_MS: int(1, 3_600_000).default(5000),
+  /** Unset: 15 s, or VERIFY_DEFAULT_DEADLINE_MS when that is longer (config/index.ts). */
+  VERIFY_MAX_DEADLINE_MS: int(1, 3_600_000).optional(),
   VERIFY_CONCURRENCY: int(1, 10_000).default(64),
   VERIFY_REPLY_TOPICS: regex.default('^vop\\.verification\\.replies\\..*'),
   VERIFY_TOPIC_PARTITIONS: int(1, 10_000).default(6),

@@ -196,12 +196,21 @@ export async function handleRequest(
   } else {
     const request = parsed.request;
     requestId = key ?? request.requestId;
-    const deadline = deadlineOf(
+    const asked = deadlineOf(
       record.headers,
       request.requestedAt || record.timestamp,
       config.defaultDeadlineMs,
     );
-    if (now() >= deadline) {
+    // A deadline further away than VERIFY_MAX_DEADLINE_MS is brought in: replies commit in offset
+    // order, and one request retried upstream without end would hold back its partition's replies.
+    const deadline = asked === null ? null : Math.min(asked, now() + config.maxDeadlineMs);
+    if (deadline === null) {
+      const error = {
+        code: RequestErrorCodes.DEADLINE_INVALID,
+        message: 'vop-deadline is neither epoch milliseconds in decimal nor an 8-byte big-endian long',
+      };
+      result = failed(requestId, 'INVALID_REQUEST', error, now());
+    } else if (now() >= deadline) {
       result = failed(
         requestId,
         'EXPIRED',

@@ -17,6 +17,7 @@ export const RequestErrorCodes = {
   IBAN_INVALID: 'REQUEST_IBAN_INVALID',
   NAME_INVALID: 'REQUEST_NAME_INVALID',
   REQUESTED_AT_INVALID: 'REQUEST_REQUESTED_AT_INVALID',
+  DEADLINE_INVALID: 'REQUEST_DEADLINE_INVALID',
 } as const;
 
 export type RequestErrorCode = (typeof RequestErrorCodes)[keyof typeof RequestErrorCodes];
@@ -101,15 +102,21 @@ export function formatOf(headers: Headers): RequestFormat {
   return type.startsWith('application/json') ? 'json' : 'avro';
 }
 
-/** `vop-deadline` as epoch ms: decimal text, or an 8-byte big-endian long as Java clients may send. */
-export function deadlineOf(headers: Headers, fallbackStart: number, defaultDeadlineMs: number): number {
+/**
+ * `vop-deadline` as epoch ms: decimal text, or an 8-byte big-endian long as Java clients may send;
+ * without it, `fallbackStart` plus the default deadline. Null when the header is there but neither.
+ */
+export function deadlineOf(
+  headers: Headers,
+  fallbackStart: number,
+  defaultDeadlineMs: number,
+): number | null {
   const raw = headers['vop-deadline'];
-  if (raw !== undefined) {
-    const text = raw.toString('utf8').trim();
-    if (/^\d+$/.test(text)) return Number(text);
-    if (raw.length === 8) return Number(raw.readBigInt64BE(0));
-  }
-  return fallbackStart + defaultDeadlineMs;
+  if (raw === undefined) return fallbackStart + defaultDeadlineMs;
+  const text = raw.toString('utf8').trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  if (raw.length === 8) return Number(raw.readBigInt64BE(0));
+  return null;
 }
 
 export interface ReplyRoute {

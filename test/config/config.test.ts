@@ -129,6 +129,30 @@ describe('configuration', () => {
     ]);
   });
 
+  it('brings request deadlines in to 15 s by default, or to the default deadline when that is longer', () => {
+    const maxOf = (env: Record<string, string>) =>
+      loadVerifierConfig({ ...minimal, ...env }).verifier.maxDeadlineMs;
+    expect(maxOf({})).toBe(15_000);
+    expect(maxOf({ VERIFY_DEFAULT_DEADLINE_MS: '60000' })).toBe(60_000);
+    expect(maxOf({ VERIFY_MAX_DEADLINE_MS: '5000' })).toBe(5000);
+    expect(problemsOf(() => loadVerifierConfig({ ...minimal, VERIFY_MAX_DEADLINE_MS: '4999' }))).toEqual([
+      { variable: 'VERIFY_MAX_DEADLINE_MS', message: 'must be at least VERIFY_DEFAULT_DEADLINE_MS (5000)' },
+    ]);
+    expect(
+      problemsOf(() =>
+        loadVerifierConfig({
+          ...minimal,
+          VERIFY_DEFAULT_DEADLINE_MS: '30000',
+          VERIFY_MAX_DEADLINE_MS: '20000',
+        }),
+      ),
+    ).toEqual([
+      { variable: 'VERIFY_MAX_DEADLINE_MS', message: 'must be at least VERIFY_DEFAULT_DEADLINE_MS (30000)' },
+    ]);
+    // The connector does not read it: no rule of the verifier's is reported there.
+    expect(() => loadConnectorConfig({ ...minimal, VERIFY_MAX_DEADLINE_MS: '1' })).not.toThrow();
+  });
+
   it('refuses a reply allow-list that is not a regular expression', () => {
     expect(problemsOf(() => loadVerifierConfig({ ...minimal, VERIFY_REPLY_TOPICS: '([' }))).toEqual([
       { variable: 'VERIFY_REPLY_TOPICS', message: 'must be a valid regular expression' },

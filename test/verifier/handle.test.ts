@@ -167,3 +167,71 @@ describe('handleRequest on bad input', () => {
     expect(records.map((r) => r.topic)).toContain(config.verifier.dlqTopic);
   });
 });
+
+describe('handleRequest deadlines', () => {
+  const longMax = Buffer.alloc(8);
+  longMax.writeBigInt64BE(0x7fff_ffff_ffff_ffffn); // Java's Long.MAX_VALUE, "no deadline"
+
+  it.each([
+    ['an 8-byte Long.MAX_VALUE', longMax],
+    ['a 400-digit number', Buffer.from('9'.repeat(400))],
+    ['the year 9999', Buffer.from(String(Date.UTC(9999, 0, 1)))],
+  ])('brings %s in to VERIFY_MAX_DEADLINE_MS, so the upstream is not retried without end', async (_, raw) => {
+    const deadlines: number[] = [];
+    const before = Date.now();
+    const records = await handleRequest(
+      jsonRequest({ 'vop-deadline': raw }),
+      deps({
+        api: {
+          verify: async (_body, options) => {
+            deadlines.push(options?.deadline ?? Number.NaN);
+            return { partyNameMatch: 'MTCH' };
+          },
+        },
+      }),
+    );
+    expect(deadlines).toHaveLength(1);
+    expect(deadlines[0]).toBeGreaterThanOrEqual(before + config.verifier.maxDeadlineMs);
+    expect(deadlines[0]).toBeLessThanOrEqual(Date.now() + config.verifier.maxDeadlineMs);
+    expect(JSON.parse(String(records[0]?.value))).toMatchObject({ outcome: 'COMPLETED' });
+  });
+
+  it('keeps a nearer deadline as the request gave it', async () => {
+    const due = Date.now() + 3000;
+    const deadlines: number[] = [];
+    await handleRequest(
+      jsonRequest({ 'vop-deadline': Buffer.from(String(due)) }),
+      deps({
+        api: {
+          verify: async (_body, options) => {
+            deadlines.push(options?.deadline ?? Number.NaN);
+            return { partyNameMatch: 'MTCH' };
+          },
+        },
+      }),
+    );
+    expect(deadlines).toEqual([due]);
+  });
+
+  it('answers INVALID_REQUEST to a vop-deadline it cannot read, without asking upstream', async () => {
+    let asked = 0;
+    const records = await handleRequest(
+      jsonRequest({ 'vop-deadline': Buffer.from('2026-11-23T10:00:00Z') }),
+      deps({
+        api: {
+          verify: async () => {
+            asked++;
+            return { partyNameMatch: 'MTCH' };
+          },
+        },
+      }),
+    );
+    expect(asked).toBe(0);
+    expect(records.map((r) => r.topic)).toEqual([config.verifier.repliesTopic]);
+    expect(JSON.parse(String(records[0]?.value))).toMatchObject({
+      requestId: 'req-1',
+      outcome: 'INVALID_REQUEST',
+      error: { code: 'REQUEST_DEADLINE_INVALID', message: expect.stringContaining('vop-deadline') },
+    });
+  });
+});

@@ -84,6 +84,13 @@ describe('request headers', () => {
     expect(deadlineOf({}, 1000, 5000)).toBe(6000);
   });
 
+  it('reads a vop-deadline that is neither as invalid (null), not as absent', () => {
+    for (const text of ['2026-11-23T10:00:00Z', '1e13', '-5', '', '12.5']) {
+      expect(deadlineOf({ 'vop-deadline': Buffer.from(text) }, 1000, 5000), text).toBeNull();
+    }
+    expect(deadlineOf({ 'vop-deadline': Buffer.from([1, 2, 3]) }, 1000, 5000)).toBeNull();
+  });
+
   it('routes to an allowed kafka_replyTopic and partition', () => {
     expect(
       replyRouteOf(
