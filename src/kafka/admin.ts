@@ -132,6 +132,21 @@ export function wrapAdmin(admin: Admin): KafkaAdmin {
       return offsets.map((o) => ({ partition: o.partition, low: o.low, high: o.high }));
     },
 
+    async partitionCount(topic) {
+      return retry(
+        async () => {
+          try {
+            const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+            return topics.find((t) => t.name === topic)?.partitions.length ?? 0;
+          } catch (err) {
+            if ((err as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION') return 0;
+            throw toKafkaError(err, `fetch metadata of ${topic}`);
+          }
+        },
+        { retries: 5, initialDelayMs: 50, maxDelayMs: 1000 },
+      );
+    },
+
     async groupOffsets(groupId, topic) {
       const result = await call(`fetch offsets of group ${groupId}`, () =>
         admin.fetchOffsets({ groupId, topics: [topic] }),

@@ -51,6 +51,11 @@ export interface KafkaAdmin {
    * the high watermark, or the first offset of the oldest still-open transaction).
    */
   topicOffsets(topic: string): Promise<{ partition: number; low: string; high: string }[]>;
+  /**
+   * The topic's partition count from metadata, 0 when the cluster has no such topic. Any other
+   * failure rejects (retriable ones after a few retries): it is not an answer about the topic.
+   */
+  partitionCount(topic: string): Promise<number>;
   groupOffsets(groupId: string, topic: string): Promise<{ partition: number; offset: string }[]>;
   /** The largest record batch the topic accepts: its `max.message.bytes`, or the broker's default. */
   maxMessageBytes(topic: string): Promise<number>;

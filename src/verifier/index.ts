@@ -7,6 +7,7 @@ import type { Logger } from '../logger.ts';
 import { createOpsServer } from '../observability/http-server.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
 import { createVerifierMetrics } from './metrics.ts';
+import { cachedPartitionCounts } from './partition-counts.ts';
 import type { VerificationResult } from './reply.ts';
 import { createVerifier } from './verifier.ts';
 
@@ -85,20 +86,10 @@ export async function startVerifier(
     return encoder;
   };
   await replyEncoder(v.repliesTopic);
-  // Read again after a while, so that a topic created or given more partitions since is seen. The
-  // lookup itself is cached, so requests in flight together share one admin call.
-  const known = new Map<string, { partitions: Promise<number>; at: number }>();
-  const partitionCount = (topic: string) => {
-    const cached = known.get(topic);
-    const fresh = cached !== undefined && performance.now() - cached.at < PARTITION_COUNT_TTL_MS;
-    if (fresh) return cached.partitions;
-    const partitions = admin.topicOffsets(topic).then(
-      (o) => o.length,
-      () => 0,
-    );
-    known.set(topic, { partitions, at: performance.now() });
-    return partitions;
-  };
+  const partitionCount = cachedPartitionCounts(
+    (topic) => admin.partitionCount(topic),
+    PARTITION_COUNT_TTL_MS,
+  );
   const api = createApiClient({
     baseUrl: config.api.baseUrl,
     apiKey: config.api.key,

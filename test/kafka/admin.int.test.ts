@@ -22,6 +22,19 @@ describe('topic provisioning on a real broker', () => {
     for (const topic of topics) expect(await first.topicOffsets(topic)).toHaveLength(2);
   });
 
+  it("counts a topic's partitions from metadata, and 0 for a topic the cluster does not have", async () => {
+    const { kafka } = testClients();
+    const admin = await kafka.admin();
+    const topic = uniqueName('prov-count');
+    onTestFinished(async () => {
+      await admin.deleteTopics([topic]);
+      await admin.close();
+    });
+    await admin.provisionTopics([{ topic, partitions: 3, replicationFactor: -1, configs: {} }]);
+    expect(await admin.partitionCount(topic)).toBe(3);
+    expect(await admin.partitionCount(uniqueName('no-such-topic'))).toBe(0);
+  });
+
   it('creates a compacted topic with the asked configs and accepts it again unchanged', async () => {
     const { kafka } = testClients();
     const admin = await kafka.admin();
