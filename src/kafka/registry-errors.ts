@@ -14,6 +14,11 @@ function statusOf(err: unknown): number | undefined {
   return typeof status === 'number' ? status : undefined;
 }
 
+/** The registry (or whatever answers at its URL) answered 404. */
+export function isNotFound(err: unknown): boolean {
+  return statusOf(err) === 404;
+}
+
 /** True when asking again later may succeed: the registry is unreachable, overloaded or failing. */
 export function isRetriableRegistryFailure(err: unknown): boolean {
   const message = err instanceof Error ? err.message : String(err);
@@ -22,16 +27,8 @@ export function isRetriableRegistryFailure(err: unknown): boolean {
   return status !== undefined && (status >= 500 || status === 408 || status === 429);
 }
 
-/**
- * A registry client failure in the project's model. `notFound` maps a 404 (e.g. an unknown schema id,
- * which is the data's fault, not the registry's) to another error.
- */
-export function registryError(
-  err: unknown,
-  what: string,
-  options: { notFound?: () => FraudlinkError } = {},
-): FraudlinkError {
-  if (statusOf(err) === 404 && options.notFound) return options.notFound();
+/** A registry client failure in the project's model. */
+export function registryError(err: unknown, what: string): FraudlinkError {
   const message = err instanceof Error ? err.message : String(err);
   return new SchemaRegistryError(`${what} failed: ${message}`, {
     cause: err,

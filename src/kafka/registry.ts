@@ -1,7 +1,7 @@
 import { COMPATIBILITY, SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import type avro from 'avsc';
 import type { RegistryConfig } from '../config/index.ts';
-import { DecodeError } from '../errors.ts';
+import { DecodeError, SchemaRegistryError } from '../errors.ts';
 import {
   type AvroSchemaJson,
   avroEncoder,
@@ -11,7 +11,7 @@ import {
   fullName,
   subjectFor,
 } from './avro-encoder.ts';
-import { registryError } from './registry-errors.ts';
+import { isNotFound, registryError } from './registry-errors.ts';
 import { unframe } from './wire-format.ts';
 
 export { type AvroSchemaJson, type Encoder, fullName, subjectFor };
@@ -97,6 +97,10 @@ export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegi
   if (options.auth) args.auth = options.auth;
   const registry = new SchemaRegistry(args, { forSchemaOptions: avroOptions() });
   const compatibility = COMPATIBILITY[options.compatibility ?? 'BACKWARD'];
+  // `GET /subjects` through the client's own HTTP stack (auth, timeout, retries): its `api` is
+  // private in the typings, and the client has no call of its own for it.
+  const { api } = registry as unknown as { api: { Subject: { all(params: object): Promise<unknown> } } };
+  const listSubjects = () => api.Subject.all({});
   const readers = new Map<number, Reader>();
   const pending = new Map<number, Promise<Reader>>();
 
@@ -110,12 +114,22 @@ export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegi
           readers.set(schemaId, reader);
           return reader;
         },
-        (err: unknown) => {
+        async (err: unknown) => {
           pending.delete(schemaId);
-          throw registryError(err, `reading schema id ${schemaId}`, {
-            notFound: () =>
-              new DecodeError(`schema id ${schemaId} is unknown to the registry`, { cause: err }),
-          });
+          if (!isNotFound(err)) throw registryError(err, `reading schema id ${schemaId}`);
+          // An unknown id is the data's fault, but a 404 is also what a wrong SCHEMA_REGISTRY_URL (a
+          // missing /apis/ccompat/v7) or a proxy answers for everything: only a registry that lists
+          // its subjects is taken at its word.
+          try {
+            await listSubjects();
+          } catch (probe) {
+            throw new SchemaRegistryError(
+              `reading schema id ${schemaId} answered 404, and so did listing the registry's subjects ` +
+                `(${(probe as Error).message}): is SCHEMA_REGISTRY_URL the registry's Confluent-compatible API base?`,
+              { cause: err, retriable: !isNotFound(probe) },
+            );
+          }
+          throw new DecodeError(`schema id ${schemaId} is unknown to the registry`, { cause: err });
         },
       );
       pending.set(schemaId, p);

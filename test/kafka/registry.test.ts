@@ -1,7 +1,8 @@
 import { once } from 'node:events';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isRetriable, SchemaRegistryError } from '../../src/errors.ts';
+import { DecodeError, isRetriable, SchemaRegistryError } from '../../src/errors.ts';
 import { createSchemaRegistry, REGISTRY_TIMEOUT_MS } from '../../src/kafka/registry.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 
@@ -100,4 +101,49 @@ describe('schema registry client against a registry that never answers', () => {
     },
     REGISTRY_TIMEOUT_MS + 5000,
   );
+});
+
+/** A registry answering `GET /subjects` with `subjects` (404 when null) and 404 to everything else. */
+async function notFoundRegistry(subjects: string[] | null): Promise<{ url: string; paths: string[] }> {
+  const paths: string[] = [];
+  const server = createHttpServer((req, res) => {
+    paths.push(req.url ?? '');
+    const listed = subjects !== null && req.url?.endsWith('/subjects');
+    res.writeHead(listed ? 200 : 404, { 'content-type': 'application/vnd.schemaregistry.v1+json' });
+    res.end(JSON.stringify(listed ? subjects : { error_code: 40403, message: 'Not Found' }));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  httpServers.push(server);
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/apis/ccompat/v7`, paths };
+}
+
+const httpServers: HttpServer[] = [];
+afterEach(async () => {
+  for (const server of httpServers.splice(0)) {
+    server.closeAllConnections();
+    server.close();
+    await once(server, 'close');
+  }
+});
+
+describe('schema registry client on a 404', () => {
+  it('reads an unknown schema id as bad data when the registry lists its subjects', async () => {
+    const registry = await notFoundRegistry(['alerts-fraudlink.alerts.AlertUpserted']);
+    const err = (await failureOf(createSchemaRegistry({ url: registry.url }).decode(wireFormat(7)))).err;
+    expect(err).toBeInstanceOf(DecodeError);
+    expect((err as Error).message).toBe('schema id 7 is unknown to the registry');
+    expect(registry.paths).toEqual(['/apis/ccompat/v7/schemas/ids/7', '/apis/ccompat/v7/subjects']);
+  });
+
+  it('blames the registry URL, not the data, when the registry answers 404 to everything', async () => {
+    const registry = await notFoundRegistry(null);
+    const err = (await failureOf(createSchemaRegistry({ url: registry.url }).decode(wireFormat(7)))).err;
+    expect(err).toBeInstanceOf(SchemaRegistryError);
+    expect(isRetriable(err)).toBe(false);
+    expect((err as Error).message).toMatch(
+      /^reading schema id 7 answered 404, and so did listing the registry's subjects .*SCHEMA_REGISTRY_URL/,
+    );
+  });
 });
