@@ -1,6 +1,13 @@
 import type { ApiClient } from '../api/index.ts';
 import type { VerifierConfig } from '../config/index.ts';
-import { AbortedError, DecodeError, FraudlinkError, KafkaError } from '../errors.ts';
+import {
+  AbortedError,
+  DecodeError,
+  FraudlinkError,
+  isRetriable,
+  KafkaError,
+  SchemaRegistryError,
+} from '../errors.ts';
 import {
   batchBytes,
   type Encoder,
@@ -125,7 +132,26 @@ async function replyRecord(
     headers['content-type'] = 'application/json';
     value = toJson(result);
   } else {
-    value = (await unlessAborted(deps.replyEncoder(route.topic), signal, 'reply lookup')).encode(result);
+    const encoderOf = (topic: string) => unlessAborted(deps.replyEncoder(topic), signal, 'reply lookup');
+    let encoder: Encoder<VerificationResult>;
+    try {
+      encoder = await encoderOf(route.topic);
+    } catch (err) {
+      // The registry refuses the result schema under the requester's topic's subject (another schema
+      // registered there, incompatible): that stays so at every restart, and stopping would stop the
+      // verifier for every requester. A registry that cannot answer stops it (retriable).
+      if (route.topic === config.repliesTopic || !(err instanceof SchemaRegistryError) || isRetriable(err))
+        throw err;
+      metrics.refusedReplyTopics.inc();
+      logger.warn(
+        { err, requestId, refused: route.topic },
+        "the registry refuses the reply schema for kafka_replyTopic's subject; replying on the default topic",
+      );
+      route.topic = config.repliesTopic;
+      delete route.partition;
+      encoder = await encoderOf(route.topic);
+    }
+    value = encoder.encode(result);
   }
   return {
     topic: route.topic,

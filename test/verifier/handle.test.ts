@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { loadVerifierConfig } from '../../src/config/index.ts';
+import { DecodeError, SchemaRegistryError } from '../../src/errors.ts';
 import type { IncomingRecord } from '../../src/kafka/index.ts';
 import { createLogger, silentLogger } from '../../src/logger.ts';
 import { type HandlerDeps, handleRequest } from '../../src/verifier/handle.ts';
@@ -123,6 +124,56 @@ describe('handleRequest reply routing', () => {
     await asked.promise;
     stop.abort();
     expect(await handling).toEqual([]);
+  });
+});
+
+describe('handleRequest when the registry refuses a reply topic', () => {
+  /** An unreadable Avro request asking for `topic`: its INVALID_REQUEST reply needs the topic's encoder. */
+  function avroRequestFor(topic: string): IncomingRecord {
+    const record = jsonRequest({ kafka_replyTopic: Buffer.from(topic) });
+    delete record.headers['content-type'];
+    record.value = Buffer.from([0, 0, 0, 0, 9]);
+    return record;
+  }
+  const custom = 'vop.verification.replies.team-a';
+  const encoder = { encode: () => Buffer.from('avro reply') } as never;
+  const refusing = (err: Error) => async (topic: string) => {
+    if (topic === custom) throw err;
+    return encoder;
+  };
+  const registry = { decode: async () => Promise.reject(new DecodeError('schema id 9 is unknown')) } as never;
+
+  it('replies on the default topic, warning and counting, when the subject refuses the reply schema', async () => {
+    const metrics = createVerifierMetrics(new Registry());
+    const out = logCapture();
+    const incompatible = new SchemaRegistryError('registering subject failed: incompatible schema', {
+      retriable: false,
+    });
+    const records = await handleRequest(
+      avroRequestFor(custom),
+      deps({
+        registry,
+        replyEncoder: refusing(incompatible),
+        metrics,
+        logger: createLogger({ level: 'warn', destination: out.stream }),
+      }),
+    );
+    const reply = records.find((r) => r.topic !== config.verifier.dlqTopic);
+    expect(reply).toMatchObject({
+      topic: config.verifier.repliesTopic,
+      key: 'req-1',
+      value: Buffer.from('avro reply'),
+    });
+    expect(reply).not.toHaveProperty('partition');
+    expect((await metrics.refusedReplyTopics.get()).values[0]?.value).toBe(1);
+    expect(out.lines).toContainEqual(expect.objectContaining({ level: 'warn', refused: custom }));
+  });
+
+  it('stops (rejects) when the registry cannot answer, rather than moving the reply', async () => {
+    const down = new SchemaRegistryError('registering subject failed: ECONNREFUSED', { retriable: true });
+    await expect(
+      handleRequest(avroRequestFor(custom), deps({ registry, replyEncoder: refusing(down) })),
+    ).rejects.toBe(down);
   });
 });
 
