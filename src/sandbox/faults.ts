@@ -98,13 +98,16 @@ export class FaultState {
 }
 
 /**
- * Per-tenant token buckets: `rate` export requests per second, bursts up to `rate`. Answers the
- * whole seconds to wait (at least 1) when the tenant's bucket is empty.
+ * Per-tenant sliding windows: at most `rate` export requests accepted in any one second, as "requests
+ * per second, beyond which 429" reads. (A token bucket as deep as the rate let up to twice the rate
+ * through within one second: a client tuned against that could overrun a stricter upstream.) Answers
+ * the whole seconds to wait (at least 1) until the oldest accepted request leaves the window.
  */
 export class RateLimiter {
   readonly #rate: number;
   readonly #now: () => number;
-  readonly #buckets = new Map<string, { tokens: number; at: number }>();
+  /** Per tenant, when its requests of the last second were accepted, oldest first. */
+  readonly #accepted = new Map<string, number[]>();
 
   constructor(rate: number, now: () => number) {
     this.#rate = rate;
@@ -114,14 +117,15 @@ export class RateLimiter {
   take(tenant: string): number | undefined {
     if (this.#rate <= 0) return undefined;
     const now = this.#now();
-    const bucket = this.#buckets.get(tenant) ?? { tokens: this.#rate, at: now };
-    bucket.tokens = Math.min(this.#rate, bucket.tokens + (Math.max(0, now - bucket.at) / 1000) * this.#rate);
-    bucket.at = now;
-    this.#buckets.set(tenant, bucket);
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
+    const accepted = this.#accepted.get(tenant) ?? [];
+    this.#accepted.set(tenant, accepted);
+    let expired = 0;
+    while (expired < accepted.length && (accepted[expired] as number) <= now - 1000) expired++;
+    accepted.splice(0, expired);
+    if (accepted.length < this.#rate) {
+      accepted.push(now);
       return undefined;
     }
-    return Math.max(1, Math.ceil((1 - bucket.tokens) / this.#rate));
+    return Math.max(1, Math.ceil(((accepted[0] as number) + 1000 - now) / 1000));
   }
 }

@@ -58,6 +58,26 @@ describe('rate limit', () => {
     expect((await call(sandbox.url, EXPORT, { key: 'sandbox-key' })).status).toBe(200);
   });
 
+  it('accepts at most the rate in any one second, also across a second boundary after an idle spell', async () => {
+    let now = Date.parse('2026-11-22T09:30:00.000Z');
+    const sandbox = await startSandbox({ alerts: 5, rateLimit: 10, now: () => now });
+    const accepted = async (n: number) => {
+      let ok = 0;
+      for (let k = 0; k < n; k++)
+        if ((await call(sandbox.url, EXPORT, { key: 'sandbox-key' })).status === 200) ok++;
+      return ok;
+    };
+    // An idle tenant sends 10 at 0.9 s into a second and 10 more at 1.1 s: 20 within 200 ms.
+    now += 900;
+    expect(await accepted(10)).toBe(10);
+    now += 200;
+    expect(await accepted(10)).toBe(0);
+    const limited = await call(sandbox.url, EXPORT, { key: 'sandbox-key' });
+    expect(limited.headers['retry-after']).toBe('1');
+    now += 800; // a full second after the first ten
+    expect(await accepted(11)).toBe(10);
+  });
+
   it('forces the next N export requests of every tenant to 429 with the burst429 fault', async () => {
     const sandbox = await startSandbox({ apiKeys: ['a', 'b'], alerts: 5, faults: { burst429: 2 } });
     const a = [];
