@@ -6,7 +6,7 @@ import {
   type Decoded,
   type IncomingRecord,
 } from '../kafka/index.ts';
-import { type Logger, silentLogger } from '../logger.ts';
+import { type Logger, maskIban, silentLogger } from '../logger.ts';
 import { SchemaNames } from '../schemas.ts';
 
 /** An alert as its last AlertUpserted says (Avro field names; instants as epoch ms). */
@@ -47,10 +47,13 @@ export interface ReplayOptions {
   /** Called with the table once the end offsets taken at start are reached. */
   onSnapshot?: (
     table: ReadonlyMap<string, AlertState>,
-    counts: { events: number; deactivated: number; skipped: number },
+    counts: { events: number; deactivated: number; skipped: number; uncertain: number },
   ) => void;
-  /** Called for every change applied after the snapshot (follow mode). */
-  onChange?: (change: AlertChange) => void;
+  /**
+   * Called for every change applied after the snapshot (follow mode). A promise it returns is awaited
+   * before the next record: a slow reader of the changes holds the read back instead of buffering.
+   */
+  onChange?: (change: AlertChange) => void | Promise<void>;
   onProgress?: (progress: { read: bigint; total: bigint }) => void;
 }
 
@@ -59,6 +62,11 @@ export interface ReplayResult {
   events: number;
   deactivated: number;
   skipped: number;
+  /**
+   * IBANs whose latest record was skipped (`skipUndecodable`): the table holds their state before it
+   * (or none), which that record may have changed.
+   */
+  uncertain: Set<string>;
 }
 
 const ALERT_EVENTS = new Set<string>([SchemaNames.AlertUpserted, SchemaNames.AlertDeactivated]);
@@ -71,12 +79,19 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
   const logger = options.logger ?? silentLogger();
   const kafka = createKafkaClient({ config: config.kafka, logger });
   const registry = createSchemaRegistry(config.registry);
-  const result: ReplayResult = { alerts: new Map(), events: 0, deactivated: 0, skipped: 0 };
+  const result: ReplayResult = {
+    alerts: new Map(),
+    events: 0,
+    deactivated: 0,
+    skipped: 0,
+    uncertain: new Set(),
+  };
   let live = false;
 
   /** Applies a tombstone or an alert event (other schemas were refused when decoded). */
-  const apply = (record: IncomingRecord, decoded: Decoded | null): void => {
+  const apply = (record: IncomingRecord, decoded: Decoded | null): void | Promise<void> => {
     const iban = record.key?.toString('utf8') ?? '';
+    result.uncertain.delete(iban);
     let type: AlertChange['type'];
     let alert: AlertState | null = null;
     if (decoded === null) {
@@ -94,7 +109,7 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
     result.events++;
     // Built only for a listener: the snapshot applies every record of the topic.
     if (live && options.onChange) {
-      options.onChange({ type, iban, alert, partition: record.partition, offset: record.offset });
+      return options.onChange({ type, iban, alert, partition: record.partition, offset: record.offset });
     }
   };
 
@@ -144,13 +159,16 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
           // Only the record's own fault may be skipped; a registry outage ends or stalls the read.
           if (!options.skipUndecodable || !(err instanceof DecodeError)) throw err;
           result.skipped++;
+          const iban = record.key?.toString('utf8') ?? '';
+          result.uncertain.add(iban);
           logger.warn(
-            { err, partition: record.partition, offset: record.offset },
-            'skipping an undecodable record',
+            { err, partition: record.partition, offset: record.offset, iban: maskIban(iban) },
+            "skipping an undecodable record: this IBAN's state in the table may be out of date",
           );
           continue;
         }
-        apply(record, decoded);
+        const changing = apply(record, decoded);
+        if (changing) await changing;
       }
     },
     {
@@ -163,6 +181,7 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
           events: result.events,
           deactivated: result.deactivated,
           skipped: result.skipped,
+          uncertain: result.uncertain.size,
         });
       },
     },

@@ -4,7 +4,7 @@ import type CliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import { loadReplayConfig } from '../../config/index.ts';
 import { AbortedError, OutputError, UsageError } from '../../errors.ts';
-import { createLogger } from '../../logger.ts';
+import { createLogger, maskIban } from '../../logger.ts';
 import type { AlertState, ReplayOptions } from '../../replay/index.ts';
 import type { CliContext } from '../context.ts';
 
@@ -20,11 +20,12 @@ function summaryOf(
   deactivated: number,
   events: number,
   skipped: number,
+  uncertain: number,
 ) {
   const byQualification: Record<string, number> = {};
   for (const a of alerts.values())
     byQualification[a.qualification] = (byQualification[a.qualification] ?? 0) + 1;
-  return { active: alerts.size, deactivatedEvents: deactivated, events, skipped, byQualification };
+  return { active: alerts.size, deactivatedEvents: deactivated, events, skipped, uncertain, byQualification };
 }
 
 /** Opens --out before anything is read, so that a path that cannot be written is a usage error. */
@@ -126,13 +127,21 @@ async function replayCommand(ctx: CliContext, opts: ReplayFlags): Promise<void> 
     onSnapshot: (alerts, counts) => {
       bar.stop();
       if (opts.summary)
-        print(() => JSON.stringify(summaryOf(alerts, counts.deactivated, counts.events, counts.skipped)));
+        print(() =>
+          JSON.stringify(
+            summaryOf(alerts, counts.deactivated, counts.events, counts.skipped, counts.uncertain),
+          ),
+        );
       else
         pending = pending.then(async () => {
           for (const alert of alerts.values()) await output.write(JSON.stringify(alert));
         });
     },
-    onChange: (change) => print(() => JSON.stringify(change)),
+    // Awaited by the read: a reader slower than the topic holds it back, and memory stays flat.
+    onChange: (change) => {
+      print(() => JSON.stringify(change));
+      return pending;
+    },
   };
   try {
     const result = await replayAlerts(
@@ -146,8 +155,16 @@ async function replayCommand(ctx: CliContext, opts: ReplayFlags): Promise<void> 
     await pending;
     await output.finish();
     if (result) {
-      const { alerts, events, skipped } = result;
-      logger.info({ active: alerts.size, events, skipped, ms: Date.now() - started }, 'replay done');
+      const { alerts, events, skipped, uncertain } = result;
+      logger.info(
+        { active: alerts.size, events, skipped, uncertain: uncertain.size, ms: Date.now() - started },
+        'replay done',
+      );
+      if (uncertain.size > 0)
+        logger.warn(
+          { uncertain: uncertain.size, ibans: [...uncertain].slice(0, 20).map(maskIban) },
+          'the latest record of some IBANs was skipped as undecodable: their state in the table may be out of date',
+        );
     }
   } finally {
     bar.stop();
