@@ -98,6 +98,12 @@ async function replyRecord(
     config.requestsTopic,
     config.dlqTopic,
   ]);
+  if (route.unreadablePartition !== undefined) {
+    logger.warn(
+      { requestId, bytes: route.unreadablePartition },
+      'kafka_replyPartition is not a 4-byte big-endian int; replying on the partition of the key',
+    );
+  }
   if (route.refusedTopic !== undefined) {
     metrics.refusedReplyTopics.inc();
     logger.warn(

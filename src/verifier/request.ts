@@ -124,6 +124,8 @@ export interface ReplyRoute {
   partition?: number;
   /** Set when the requested reply topic was refused by the allow-list. */
   refusedTopic?: string;
+  /** Set when `kafka_replyPartition` was there but not a 4-byte big-endian int (its length in bytes). */
+  unreadablePartition?: number;
 }
 
 /**
@@ -144,9 +146,9 @@ export function replyRouteOf(
     else route.refusedTopic = asked;
   }
   const partition = headers.kafka_replyPartition;
-  if (partition !== undefined && partition.length === 4 && route.refusedTopic === undefined) {
+  if (partition !== undefined && partition.length !== 4) route.unreadablePartition = partition.length;
+  else if (partition !== undefined && route.refusedTopic === undefined)
     route.partition = partition.readInt32BE(0);
-  }
   return route;
 }
 

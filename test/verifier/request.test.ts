@@ -91,6 +91,13 @@ describe('request headers', () => {
     expect(deadlineOf({ 'vop-deadline': Buffer.from([1, 2, 3]) }, 1000, 5000)).toBeNull();
   });
 
+  it('flags a kafka_replyPartition that is not 4 bytes (the text "3", say) instead of dropping it unremarked', () => {
+    expect(replyRouteOf({ kafka_replyPartition: Buffer.from('3') }, 'replies', /^replies\./)).toEqual({
+      topic: 'replies',
+      unreadablePartition: 1,
+    });
+  });
+
   it('routes to an allowed kafka_replyTopic and partition', () => {
     expect(
       replyRouteOf(
