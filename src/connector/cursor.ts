@@ -29,6 +29,13 @@ export interface CursorRecord {
    * they move with the mark to that row's time. Absent from records written before this field.
    */
   rejectedAfterMark?: string[];
+  /**
+   * True while the pages read answer the `updatedAfter = mark - 1 ms` request (through their cursors)
+   * and no row at or past the mark has come yet: only then is a row in the millisecond just below
+   * the mark one served again. Absent from records written before this field: taken as true, the
+   * behaviour of those releases, until a row reaches the mark.
+   */
+  resumingBelowMark?: boolean;
   counters: { published: number; rejected: number; deduplicated: number; pages: number };
   exportStart: string;
   writtenAt: string;
@@ -44,6 +51,7 @@ const recordSchema = z.object({
   rowsAtMark: z.array(z.string()).optional(),
   rejectedAtMark: z.array(z.string()),
   rejectedAfterMark: z.array(z.string()).optional(),
+  resumingBelowMark: z.boolean().optional(),
   counters: z.object({
     published: z.number().int(),
     rejected: z.number().int(),
@@ -87,6 +95,7 @@ export class CursorTracker {
   #rows: Set<string>;
   #rejected: Set<string>;
   #rejectedAfterMark: Set<string>;
+  #resumingBelowMark: boolean;
 
   constructor(record: CursorRecord) {
     this.#record = structuredClone(record);
@@ -94,6 +103,9 @@ export class CursorTracker {
     this.#rows = new Set(record.rowsAtMark ?? record.eventIdsAtMark);
     this.#rejected = new Set(record.rejectedAtMark);
     this.#rejectedAfterMark = new Set(record.rejectedAfterMark);
+    // Without a cursor the next request is the resume below the mark.
+    this.#resumingBelowMark =
+      record.highWaterMark !== null && (record.cursor === null || (record.resumingBelowMark ?? true));
   }
 
   static initial(connector: string, exportStart: 'earliest' | Date): CursorTracker {
@@ -130,18 +142,17 @@ export class CursorTracker {
   }
 
   /**
-   * True for a row in the millisecond just below the mark: already committed, so not admitted again.
-   * Resuming with `updatedAfter = mark - 1 ms` serves such rows again when the upstream keeps
-   * sub-millisecond digits (`.001500` is after `.001`, and truncates to mark - 1). The feed is in
-   * non-decreasing `updatedAt` order, so each came before the row that set the mark and was committed
-   * with it or earlier. Sound because the mark only ever comes from rows already read: a first run,
-   * an `EXPORT_START` or a `reset` has none, so their first page is admitted whole. Rows further below
-   * the mark are never served again by that request; they can only arrive out of order, and are still
-   * published rather than dropped (a row out of order inside that one millisecond would be skipped).
+   * True for a row in the millisecond just below the mark served by the resume request before any row
+   * at the mark: already committed, so not admitted again. Resuming with `updatedAfter = mark - 1 ms`
+   * serves such rows again when the upstream keeps sub-millisecond digits (`.001500` is after `.001`,
+   * and truncates to mark - 1). The feed is in non-decreasing `updatedAt` order, so each came before
+   * the row that set the mark and was committed with it or earlier. Anywhere else (a page read along
+   * the cursor, or after a row at the mark) such a row is out of order, not served again: it is
+   * admitted like any row below the mark. Known limit: a row first written into that millisecond
+   * after the mark was read, and served before the mark's rows, is taken for one served again.
    */
   #justBelowMark(position: number): boolean {
-    const mark = this.#record.highWaterMark;
-    return mark !== null && position === mark - 1;
+    return this.#resumingBelowMark && position === (this.#record.highWaterMark as number) - 1;
   }
 
   /**
@@ -153,6 +164,7 @@ export class CursorTracker {
   #moveMark(position: number): void {
     const mark = this.#record.highWaterMark;
     if (mark !== null && position < mark) return;
+    this.#resumingBelowMark = false;
     if (mark === null || position > mark) {
       this.#record.highWaterMark = position;
       this.#eventIds.clear();
@@ -221,6 +233,7 @@ export class CursorTracker {
   /** Records the page's `nextCursor`; null means caught up, and the next read resumes from the mark. */
   pageDone(nextCursor: string | null): void {
     this.#record.cursor = nextCursor;
+    if (nextCursor === null) this.#resumingBelowMark = this.#record.highWaterMark !== null;
     this.#record.counters.pages++;
   }
 
@@ -234,6 +247,7 @@ export class CursorTracker {
       rowsAtMark: [...this.#rows],
       rejectedAtMark: [...this.#rejected],
       rejectedAfterMark: [...this.#rejectedAfterMark],
+      resumingBelowMark: this.#resumingBelowMark,
       writtenAt: new Date(now).toISOString(),
     };
   }

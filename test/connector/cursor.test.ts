@@ -189,6 +189,42 @@ describe('CursorTracker', () => {
     expect(tracker.admitEvent(parseInstant('2026-01-01T00:00:00.002100Z') as number, 'a2', 'a2')).toBe(true);
   });
 
+  it('publishes a new row 1 ms below the mark on a page read through the cursor, like rows further below', () => {
+    // Regression: B was taken for a row served again by the resume request and dropped silently.
+    const tracker = CursorTracker.initial('c', 'earliest');
+    expect(tracker.admitEvent(1000, 'A', 'A')).toBe(true);
+    expect(tracker.admitEvent(999, 'B', 'B')).toBe(true);
+    expect(tracker.admitEvent(990, 'C', 'C')).toBe(true);
+    expect(tracker.admitRejected(999, 'fp-D')).toBe(true);
+    tracker.pageDone('p2');
+    const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
+    expect(restarted.admitEvent(999, 'E', 'E')).toBe(true);
+  });
+
+  it('publishes a row 1 ms below the mark that a resumed pass serves after a row at the mark', () => {
+    const tracker = CursorTracker.initial('c', 'earliest');
+    tracker.admitEvent(1000, 'A', 'A');
+    tracker.pageDone(null);
+    expect(tracker.admitEvent(1000, 'A', 'A')).toBe(false);
+    expect(tracker.admitEvent(999, 'B', 'B')).toBe(true);
+  });
+
+  it('recognises rows just below the mark served again on the later pages of a resumed pass, also after a restart', () => {
+    // An upstream keeping microseconds: many rows in the millisecond below the mark fill a page.
+    const tracker = CursorTracker.initial('c', 'earliest');
+    for (const id of ['x1', 'x2', 'x3']) tracker.admitEvent(999, id, id);
+    tracker.admitEvent(1000, 'A', 'A');
+    tracker.pageDone(null);
+    // Resumed with updatedAfter = 999 ms: x1..x3 (999.5xx ms) are served again, two pages.
+    expect(tracker.admitEvent(999, 'x1', 'x1')).toBe(false);
+    expect(tracker.admitEvent(999, 'x2', 'x2')).toBe(false);
+    tracker.pageDone('p2');
+    const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
+    expect(restarted.admitEvent(999, 'x3', 'x3')).toBe(false);
+    expect(restarted.admitEvent(1000, 'A', 'A')).toBe(false);
+    expect(restarted.admitEvent(1001, 'N', 'N')).toBe(true);
+  });
+
   it('publishes a late row below the mark rather than drop it', () => {
     const tracker = CursorTracker.initial('c', 'earliest');
     tracker.admitEvent(2000, 'a', 'a');
