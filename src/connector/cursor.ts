@@ -13,7 +13,11 @@ export interface CursorRecord {
   cursor: string | null;
   highWaterMark: number | null;
   highWaterMarkIso: string | null;
-  /** Event ids published at the high-water mark. */
+  /**
+   * Event ids published at the high-water mark, in records written before `rowsAtMark`; read from
+   * those only. Written empty since (each id cost the record 67 bytes a row), still written so that
+   * a release that requires the field can read the record after a rollback.
+   */
   eventIdsAtMark: string[];
   /**
    * Fingerprints of the rows published at the mark (rowFingerprintOf): a row served again is matched
@@ -47,7 +51,7 @@ const recordSchema = z.object({
   cursor: z.string().nullable(),
   highWaterMark: z.number().int().nullable(),
   highWaterMarkIso: z.string().nullable(),
-  eventIdsAtMark: z.array(z.string()),
+  eventIdsAtMark: z.array(z.string()).default([]),
   rowsAtMark: z.array(z.string()).optional(),
   rejectedAtMark: z.array(z.string()),
   rejectedAfterMark: z.array(z.string()).optional(),
@@ -90,7 +94,6 @@ export interface ExportRequest {
 /** Mutable position used while pages are read; `snapshot()` is what gets committed. */
 export class CursorTracker {
   #record: CursorRecord;
-  #eventIds: Set<string>;
   /** Row fingerprints at the mark, and the event ids of a record written before them (never both). */
   #rows: Set<string>;
   #rejected: Set<string>;
@@ -99,7 +102,6 @@ export class CursorTracker {
 
   constructor(record: CursorRecord) {
     this.#record = structuredClone(record);
-    this.#eventIds = new Set(record.eventIdsAtMark);
     this.#rows = new Set(record.rowsAtMark ?? record.eventIdsAtMark);
     this.#rejected = new Set(record.rejectedAtMark);
     this.#rejectedAfterMark = new Set(record.rejectedAfterMark);
@@ -167,7 +169,6 @@ export class CursorTracker {
     this.#resumingBelowMark = false;
     if (mark === null || position > mark) {
       this.#record.highWaterMark = position;
-      this.#eventIds.clear();
       this.#rows.clear();
       this.#rejected.clear();
     }
@@ -195,7 +196,6 @@ export class CursorTracker {
         return false;
       }
       this.#rows.add(fingerprint);
-      this.#eventIds.add(eventId);
     }
     this.#record.counters.published++;
     return true;
@@ -243,7 +243,7 @@ export class CursorTracker {
       ...structuredClone(this.#record),
       // Formatted here, once per commit, not on every mark move (hot path).
       highWaterMarkIso: mark === null ? null : new Date(mark).toISOString(),
-      eventIdsAtMark: [...this.#eventIds],
+      eventIdsAtMark: [],
       rowsAtMark: [...this.#rows],
       rejectedAtMark: [...this.#rejected],
       rejectedAfterMark: [...this.#rejectedAfterMark],

@@ -46,8 +46,13 @@ export async function startConnector(config: ConnectorConfig, logger: Logger): P
   const log = logger.child({ component: 'connector' });
   const kafka: KafkaClient = createKafkaClient({ config: config.kafka, logger });
   const admin = await kafka.admin();
+  let cursorMaxBytes: number | undefined;
   try {
     await admin.provisionTopics(connectorTopics(config));
+    // A compressed batch's size is known only once kafkajs compressed it: the broker judges those.
+    if ((config.kafka.compression ?? 'none') === 'none') {
+      cursorMaxBytes = await admin.maxMessageBytes(config.topics.offsetsTopic);
+    }
   } finally {
     await admin.close();
   }
@@ -84,7 +89,8 @@ export async function startConnector(config: ConnectorConfig, logger: Logger): P
     txMaxRows: config.connector.txMaxRows,
     txMaxMs: config.connector.txMaxMs,
     pages,
-    openSession: (signal) => openKafkaSession({ kafka, config, logger: log, signal }),
+    openSession: (signal) =>
+      openKafkaSession({ kafka, config, logger: log, signal, ...(cursorMaxBytes && { cursorMaxBytes }) }),
     metrics,
     logger: log,
   });

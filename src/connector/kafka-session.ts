@@ -1,5 +1,12 @@
 import type { ConnectorConfig } from '../config/index.ts';
-import type { KafkaClient, OutgoingRecord, ReadTopicOptions, SchemaRegistryClient } from '../kafka/index.ts';
+import { KafkaError } from '../errors.ts';
+import {
+  batchBytes,
+  type KafkaClient,
+  type OutgoingRecord,
+  type ReadTopicOptions,
+  type SchemaRegistryClient,
+} from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
 import type { Batch, PublishSession } from './connector.ts';
@@ -70,10 +77,34 @@ export function cursorRecordOf(topic: string, name: string, cursor: CursorRecord
   return { topic, key: name, value: serializeCursorRecord(cursor), partition: 0 };
 }
 
+/**
+ * Refuses a cursor record the offsets topic would not take: the broker's MESSAGE_TOO_LARGE names
+ * neither the record nor what made it large, and is final, so the same commit would fail after
+ * every restart.
+ */
+function checkCursorSize(record: OutgoingRecord, cursor: CursorRecord, maxBytes: number): void {
+  const bytes = batchBytes([record]);
+  if (bytes <= maxBytes) return;
+  const after = cursor.rejectedAfterMark?.length ?? 0;
+  throw new KafkaError(
+    `the cursor record of ${cursor.connector} is ${bytes} bytes, over the max.message.bytes of ` +
+      `${record.topic} (${maxBytes}): it holds ${cursor.rowsAtMark?.length ?? 0} rows at the ` +
+      `high-water mark ${cursor.highWaterMarkIso}, ${cursor.rejectedAtMark.length} DLQ rows there ` +
+      `and ${after} DLQ rows without a readable updatedAt after it; raise max.message.bytes on ` +
+      'CONNECTOR_OFFSETS_TOPIC',
+    { retriable: false },
+  );
+}
+
 export interface SessionDeps {
   kafka: KafkaClient;
   config: Pick<ConnectorConfig, 'topics' | 'connector'>;
   logger: Logger;
+  /**
+   * The offsets topic's `max.message.bytes`, when records go uncompressed: a larger cursor record is
+   * refused before its transaction starts. Unset, the broker judges (a compressed batch may fit).
+   */
+  cursorMaxBytes?: number;
   /** Ends the cursor read (AbortedError): SIGTERM while Kafka is away or a transaction is waited out. */
   signal?: AbortSignal;
 }
@@ -102,7 +133,7 @@ export async function openKafkaSession(deps: SessionDeps): Promise<PublishSessio
     await producer.close().catch(() => {});
     throw err;
   }
-  const toRecords = (batch: Batch): OutgoingRecord[] => {
+  const toRecords = (batch: Batch, cursorRecord: OutgoingRecord): OutgoingRecord[] => {
     const records: OutgoingRecord[] = new Array(batch.events.length);
     for (let i = 0; i < batch.events.length; i++) {
       const { type, key, value, eventId, alertId } = batch.events[i] as Batch['events'][number];
@@ -126,12 +157,16 @@ export async function openKafkaSession(deps: SessionDeps): Promise<PublishSessio
         },
       });
     }
-    records.push(cursorRecordOf(topics.offsetsTopic, connector.name, batch.cursor));
+    records.push(cursorRecord);
     return records;
   };
   return {
     cursor,
-    commit: (batch) => producer.transaction(toRecords(batch)),
+    async commit(batch) {
+      const cursorRecord = cursorRecordOf(topics.offsetsTopic, connector.name, batch.cursor);
+      if (deps.cursorMaxBytes !== undefined) checkCursorSize(cursorRecord, batch.cursor, deps.cursorMaxBytes);
+      await producer.transaction(toRecords(batch, cursorRecord));
+    },
     close: () => producer.close(),
   };
 }

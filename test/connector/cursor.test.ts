@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CursorTracker, parseCursorRecord, serializeCursorRecord } from '../../src/connector/cursor.ts';
-import { fingerprintOf, mapRow, rowFingerprintOf } from '../../src/connector/rows.ts';
+import { eventIdOf, fingerprintOf, mapRow, rowFingerprintOf } from '../../src/connector/rows.ts';
 import { DecodeError } from '../../src/errors.ts';
 import { parseInstant } from '../../src/instant.ts';
 
@@ -65,15 +65,16 @@ describe('CursorTracker', () => {
     tracker.pageDone(null);
     const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
     expect(admit(restarted, v2)).toBe(false);
-    expect(restarted.snapshot().eventIdsAtMark).toHaveLength(1);
+    expect(restarted.snapshot().rowsAtMark).toHaveLength(2);
   });
 
   it('matches rows at the mark by event id in a cursor record written before rowsAtMark, until the mark moves', () => {
     const tracker = CursorTracker.initial('c', 'earliest');
     tracker.admitEvent(2000, 'id-a', 'row-a');
     tracker.pageDone(null);
-    const { rowsAtMark, ...older } = tracker.snapshot();
+    const { rowsAtMark, ...rest } = tracker.snapshot();
     expect(rowsAtMark).toEqual(['row-a']);
+    const older = { ...rest, eventIdsAtMark: ['id-a'] };
     const upgraded = new CursorTracker(parseCursorRecord(Buffer.from(JSON.stringify(older))));
     expect(upgraded.admitEvent(2000, 'id-a', 'row-a2')).toBe(false);
     expect(upgraded.admitEvent(2000, 'id-b', 'row-b')).toBe(true);
@@ -85,11 +86,34 @@ describe('CursorTracker', () => {
     expect(again.snapshot().rowsAtMark).toEqual(['row-c']);
   });
 
+  it('keeps 12,000 rows sharing one millisecond in a cursor record well under 1 MiB, without their event ids', () => {
+    // Regression: each row's 64-digit event id was written beside its fingerprint (~1.03 MB here).
+    const tracker = CursorTracker.initial('c', 'earliest');
+    for (let i = 0; i < 12_000; i++) {
+      const eventId = eventIdOf(`alert-${i}`, 2000, true);
+      expect(tracker.admitEvent(2000, eventId, eventId.slice(0, 16))).toBe(true);
+    }
+    const record = tracker.snapshot();
+    expect(record.eventIdsAtMark).toEqual([]);
+    expect(serializeCursorRecord(record).length).toBeLessThan(300_000);
+    const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(record)));
+    const eventId = eventIdOf('alert-7', 2000, true);
+    expect(restarted.admitEvent(2000, eventId, eventId.slice(0, 16))).toBe(false);
+  });
+
+  it('reads a cursor record without eventIdsAtMark', () => {
+    const tracker = CursorTracker.initial('c', 'earliest');
+    tracker.admitEvent(2000, 'id-a', 'row-a');
+    const { eventIdsAtMark, ...newer } = tracker.snapshot();
+    const restarted = new CursorTracker(parseCursorRecord(Buffer.from(JSON.stringify(newer))));
+    expect(restarted.admitEvent(2000, 'id-a', 'row-a')).toBe(false);
+  });
+
   it('forgets the rows of a mark once the mark moves on', () => {
     const tracker = CursorTracker.initial('c', 'earliest');
     tracker.admitEvent(2000, 'a', 'a');
     tracker.admitEvent(3000, 'b', 'b');
-    expect(tracker.snapshot().eventIdsAtMark).toEqual(['b']);
+    expect(tracker.snapshot().rowsAtMark).toEqual(['b']);
     expect(tracker.admitEvent(3000, 'a', 'a')).toBe(true);
   });
 
