@@ -159,9 +159,7 @@ export class CursorTracker {
 
   /**
    * A row with a readable time: a later one moves the mark, and the rows of the old mark are
-   * forgotten (resuming below the new mark never serves them again). The rejected rows without a
-   * readable time served since the last row at the mark sit between the two rows in feed order, so
-   * possibly at this row's time: they are kept at the mark it sets, or at the mark it is at.
+   * forgotten (resuming below the new mark never serves them again).
    */
   #moveMark(position: number): void {
     const mark = this.#record.highWaterMark;
@@ -172,7 +170,16 @@ export class CursorTracker {
       this.#rows.clear();
       this.#rejected.clear();
     }
-    // Almost always empty: checked first, as this runs for every row (hot path).
+  }
+
+  /**
+   * A new row at the mark: the rejected rows without a readable time served since the last one sit
+   * between the two in feed order, so possibly at this row's time, and are kept at its mark. Not for
+   * a row served again: the resume serves the mark's rows before them, which says nothing of their
+   * time, and handing them to this mark would forget them when the next row moves it to theirs.
+   */
+  #settleRejectedAfterMark(): void {
+    // Almost always empty: checked first, as this runs for every new row (hot path).
     if (this.#rejectedAfterMark.size === 0) return;
     for (const fingerprint of this.#rejectedAfterMark) this.#rejected.add(fingerprint);
     this.#rejectedAfterMark.clear();
@@ -196,6 +203,7 @@ export class CursorTracker {
         return false;
       }
       this.#rows.add(fingerprint);
+      this.#settleRejectedAfterMark();
     }
     this.#record.counters.published++;
     return true;
@@ -224,6 +232,7 @@ export class CursorTracker {
           return false;
         }
         this.#rejected.add(fingerprint);
+        this.#settleRejectedAfterMark();
       }
     }
     this.#record.counters.rejected++;

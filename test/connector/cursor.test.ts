@@ -171,6 +171,24 @@ describe('CursorTracker', () => {
     expect(page(restart(resumed), [bad, good2], null)).toEqual([]);
   });
 
+  it('rejects a bad row without a readable updatedAt once, when the row moving the mark to its real time comes in a later pass', () => {
+    // Regression: the row at the mark served again by the resume handed the bad row over to that
+    // mark, which the next row then left, forgetting it; it was rejected again from that row's time.
+    const tracker = CursorTracker.initial('c', 'earliest');
+    tracker.admitEvent(2000, 'a', 'a');
+    expect(tracker.admitRejected(null, 'fp-bad')).toBe(true);
+    tracker.pageDone(null);
+    // Resumed from 1999 ms: a and the bad row again, then B, changed in the bad row's millisecond.
+    expect(tracker.admitEvent(2000, 'a', 'a')).toBe(false);
+    expect(tracker.admitRejected(null, 'fp-bad')).toBe(false);
+    expect(tracker.admitEvent(2005, 'B', 'B')).toBe(true);
+    tracker.pageDone(null);
+    // Resumed from 2004 ms: the bad row (its real time is 2005 ms) and B again.
+    const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
+    expect(restarted.admitRejected(null, 'fp-bad')).toBe(false);
+    expect(restarted.admitEvent(2005, 'B', 'B')).toBe(false);
+  });
+
   it('reads a cursor record written before rejectedAfterMark', () => {
     const tracker = CursorTracker.initial('c', 'earliest');
     tracker.admitRejected(2000, 'fp-a');
