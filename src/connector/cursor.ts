@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DecodeError } from '../errors.ts';
+import { DecodeError, InvalidInputError } from '../errors.ts';
 
 /**
  * The connector's position in the export feed, committed in the same transaction as the events it
@@ -85,6 +85,15 @@ export function parseCursorRecord(bytes: Buffer): CursorRecord {
 export function serializeCursorRecord(record: CursorRecord): Buffer {
   return Buffer.from(JSON.stringify(record), 'utf8');
 }
+
+/**
+ * Most DLQ rows without a readable `updatedAt` remembered in a row (`rejectedAfterMark`, 67 bytes
+ * each in the cursor record: ~670 kB). Such rows give the cursor no position: until a row with a
+ * readable time comes, every resume below the mark serves them all again, and each must be
+ * remembered or it would be rejected twice. Past this many the connector stops instead of
+ * outgrowing the record (see admitRejected).
+ */
+export const MAX_REJECTED_AFTER_MARK = 10_000;
 
 export interface ExportRequest {
   cursor?: string;
@@ -212,7 +221,11 @@ export class CursorTracker {
   /**
    * Same for a row bound for the DLQ. A row without a readable `updatedAt` sits, in feed order, at the
    * mark or after it, up to the next row with a readable time: it is remembered until the mark has
-   * moved past that row's time (SPEC §4: a bad row served again is not rejected twice).
+   * moved past that row's time (SPEC §4: a bad row served again is not rejected twice). A new one
+   * past MAX_REJECTED_AFTER_MARK in a row throws InvalidInputError (not retriable): the rows before
+   * it are in the DLQ, it and the rest are not, and the cursor has not moved past them. No position
+   * exists to move on to: guessing a time could skip rows (SPEC §7), forgetting rows would send them
+   * to the DLQ again on the next resume.
    */
   admitRejected(updatedAt: number | null, fingerprint: string): boolean {
     if (updatedAt === null) {
@@ -220,6 +233,7 @@ export class CursorTracker {
         this.#record.counters.deduplicated++;
         return false;
       }
+      if (this.#rejectedAfterMark.size >= MAX_REJECTED_AFTER_MARK) throw this.#unplaceable();
       this.#rejectedAfterMark.add(fingerprint);
     } else if (this.#justBelowMark(updatedAt)) {
       this.#record.counters.deduplicated++;
@@ -237,6 +251,18 @@ export class CursorTracker {
     }
     this.#record.counters.rejected++;
     return true;
+  }
+
+  #unplaceable(): InvalidInputError {
+    return new InvalidInputError(
+      'FEED_UPDATED_AT_UNREADABLE_RUN',
+      `${MAX_REJECTED_AFTER_MARK} rows in a row without a readable updatedAt, sent to the DLQ, after ` +
+        `the high-water mark ${new Date(this.#record.highWaterMark ?? 0).toISOString()}: without a time ` +
+        'the cursor cannot move past them, and remembering more would outgrow the cursor record. ' +
+        'Stopped before the next one; nothing is lost. Likely an upstream updatedAt format change: ' +
+        'see the DLQ rows (ROW_UPDATED_AT_INVALID), then restart once the upstream serves readable ' +
+        'times, or `connector reset --updated-after` past the rows',
+    );
   }
 
   /** Records the page's `nextCursor`; null means caught up, and the next read resumes from the mark. */

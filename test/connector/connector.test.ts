@@ -6,10 +6,14 @@ import {
   type ExportFeed,
   type PublishSession,
 } from '../../src/connector/connector.ts';
-import type { CursorRecord, ExportRequest } from '../../src/connector/cursor.ts';
+import {
+  type CursorRecord,
+  type ExportRequest,
+  MAX_REJECTED_AFTER_MARK,
+} from '../../src/connector/cursor.ts';
 import { createConnectorMetrics } from '../../src/connector/metrics.ts';
 import { localPageSource } from '../../src/connector/pages.ts';
-import { KafkaError, UpstreamUnauthorizedError } from '../../src/errors.ts';
+import { InvalidInputError, KafkaError, UpstreamUnauthorizedError } from '../../src/errors.ts';
 import { createLogger, type Logger, silentLogger } from '../../src/logger.ts';
 import { logCapture } from '../helpers/log.ts';
 import { testEncoders } from './encoders.ts';
@@ -220,6 +224,23 @@ describe('connector loop', () => {
     expect(rejected).toHaveLength(1);
     expect(rejected[0]).toMatchObject({ code: 'ROW_IS_ACTIVE_INVALID', id: 'bad' });
     expect(JSON.parse(rejected[0]?.raw ?? '')).toMatchObject({ id: 'bad', isActive: 'yes' });
+    expect(kafka.eventIds()).toEqual(['a1']);
+  });
+
+  it('stops, with every committed bad row in the DLQ once and none past the bound, when the feed switches to an updatedAt it cannot read', async () => {
+    const feed = new FakeFeed(1000);
+    feed.add('a1', 1000);
+    for (let i = 0; i <= MAX_REJECTED_AFTER_MARK; i++) {
+      feed.rows.push({ ...(feed.rows[0] as Row), id: `z${i}`, updatedAt: '2025-01-02 10:00:00' });
+    }
+    const kafka = new FakeKafka();
+    const connector = connectorFor(feed, kafka, { txMaxRows: 1000 });
+    await expect(connector.start()).rejects.toBeInstanceOf(InvalidInputError);
+    const rejected = kafka.committed.flatMap((b) => b.rejected.map((r) => r.id));
+    expect(new Set(rejected).size).toBe(rejected.length);
+    expect(rejected.length).toBeLessThanOrEqual(MAX_REJECTED_AFTER_MARK);
+    expect(rejected).toEqual(feed.rows.slice(1, rejected.length + 1).map((r) => r.id));
+    expect(kafka.cursor?.rejectedAfterMark).toHaveLength(rejected.length);
     expect(kafka.eventIds()).toEqual(['a1']);
   });
 

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { CursorTracker, parseCursorRecord, serializeCursorRecord } from '../../src/connector/cursor.ts';
+import {
+  CursorTracker,
+  MAX_REJECTED_AFTER_MARK,
+  parseCursorRecord,
+  serializeCursorRecord,
+} from '../../src/connector/cursor.ts';
 import { eventIdOf, fingerprintOf, mapRow, rowFingerprintOf } from '../../src/connector/rows.ts';
-import { DecodeError } from '../../src/errors.ts';
+import { DecodeError, InvalidInputError } from '../../src/errors.ts';
 import { parseInstant } from '../../src/instant.ts';
 
 /** Microseconds since the epoch of `…ss.ffffffZ`, as an upstream that keeps them would compare. */
@@ -187,6 +192,29 @@ describe('CursorTracker', () => {
     const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
     expect(restarted.admitRejected(null, 'fp-bad')).toBe(false);
     expect(restarted.admitEvent(2005, 'B', 'B')).toBe(false);
+  });
+
+  it('stops with a typed error rather than remember DLQ rows without a readable updatedAt past a bound, committing none of the excess', () => {
+    // Regression: an upstream switching every updatedAt to "2025-01-02 10:00:00" (no zone) grew the
+    // list without end: 20,000 rows made a 1.34 MB cursor record, refused by the broker.
+    const tracker = CursorTracker.initial('c', 'earliest');
+    tracker.admitEvent(2000, 'a', 'a');
+    const fp = (i: number) => fingerprintOf(`{"id":"${i}","updatedAt":"2025-01-02 10:00:00"}`);
+    for (let i = 0; i < MAX_REJECTED_AFTER_MARK; i++) expect(tracker.admitRejected(null, fp(i))).toBe(true);
+    tracker.pageDone(null);
+    const record = tracker.snapshot();
+    expect(serializeCursorRecord(record).length).toBeLessThan(800_000);
+    // The resumed pass serves them again: recognised, and the next new one stops the connector.
+    const resumed = new CursorTracker(parseCursorRecord(serializeCursorRecord(record)));
+    expect(resumed.admitEvent(2000, 'a', 'a')).toBe(false);
+    for (let i = 0; i < MAX_REJECTED_AFTER_MARK; i++) expect(resumed.admitRejected(null, fp(i))).toBe(false);
+    const more = () => resumed.admitRejected(null, fp(MAX_REJECTED_AFTER_MARK));
+    expect(more).toThrow(InvalidInputError);
+    expect(more).toThrow(/10000 rows in a row without a readable updatedAt/);
+    expect(resumed.snapshot().rejectedAfterMark).toHaveLength(MAX_REJECTED_AFTER_MARK);
+    // A row with a readable time ends the run: the bound counts afresh after it.
+    expect(resumed.admitEvent(2001, 'b', 'b')).toBe(true);
+    expect(resumed.admitRejected(null, fp(MAX_REJECTED_AFTER_MARK))).toBe(true);
   });
 
   it('reads a cursor record written before rejectedAfterMark', () => {
