@@ -8,7 +8,7 @@ import { openKafkaSession, registerAlertSchemas } from './kafka-session.ts';
 import { createConnectorMetrics } from './metrics.ts';
 import { workerPageSource } from './worker-pages.ts';
 
-export { readCursorRecord, transactionalIdOf } from './kafka-session.ts';
+export { readCursorRecord, resetCursorRecord, transactionalIdOf } from './kafka-session.ts';
 
 export function connectorTopics(config: ConnectorConfig): TopicSpec[] {
   const { topics } = config;

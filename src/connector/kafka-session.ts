@@ -1,5 +1,5 @@
 import type { ConnectorConfig } from '../config/index.ts';
-import { KafkaError } from '../errors.ts';
+import { ErrorCodes, findError, KafkaError } from '../errors.ts';
 import {
   batchBytes,
   type KafkaClient,
@@ -10,7 +10,7 @@ import {
 import type { Logger } from '../logger.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
 import type { Batch, PublishSession } from './connector.ts';
-import { type CursorRecord, parseCursorRecord, serializeCursorRecord } from './cursor.ts';
+import { type CursorRecord, CursorTracker, parseCursorRecord, serializeCursorRecord } from './cursor.ts';
 import type { AlertEncoders } from './prepare.ts';
 import type { AlertEvent } from './rows.ts';
 
@@ -47,6 +47,10 @@ const OPEN_TRANSACTIONS_WAIT_MS = TRANSACTION_TIMEOUT_MS + 10_000;
  * The offsets topic is shared by every CONNECTOR_NAME: reading only to the last stable offset would
  * miss our own records committed after another connector's transaction still open (a connector
  * killed mid-transaction leaves one open up to its timeout), and resume from an older cursor.
+ *
+ * A tombstone (null value) deletes the cursor: null, as on a first run, as the topic's compaction
+ * would make it anyway once it drops the tombstone and the records before it. Then the connector
+ * starts from EXPORT_START, so it is logged as a warning.
  */
 export async function readCursorRecord(
   kafka: KafkaClient,
@@ -55,6 +59,8 @@ export async function readCursorRecord(
   { logger, signal }: { logger?: Logger; signal?: AbortSignal } = {},
 ): Promise<CursorRecord | null> {
   let last: Buffer | null = null;
+  let lastOffset = '';
+  let records = 0;
   const options: ReadTopicOptions = {
     ...(signal && { signal }),
     awaitOpenTransactions: {
@@ -65,12 +71,58 @@ export async function readCursorRecord(
   };
   await kafka.readTopic(
     offsetsTopic,
-    (records) => {
-      for (const r of records) if (r.key?.toString('utf8') === name) last = r.value;
+    (batch) => {
+      for (const r of batch) {
+        if (r.key?.toString('utf8') !== name) continue;
+        last = r.value;
+        lastOffset = r.offset;
+        records++;
+      }
     },
     options,
   );
+  if (records > 0 && last === null) {
+    logger?.warn(
+      { topic: offsetsTopic, offset: lastOffset, earlierRecords: records - 1 },
+      `the cursor record of ${name} was deleted (a tombstone): starting as on a first run, from ` +
+        'EXPORT_START; `connector reset` is the way to move a cursor',
+    );
+  }
   return last === null ? null : parseCursorRecord(last);
+}
+
+/**
+ * Writes a new cursor record for `name` (a deliberate replay from `start`), keeping the stored
+ * record's counters. Its producer has the connector's transactional id, so creating it fences a
+ * running connector. A stored record that cannot be read is what a reset may be for: it is replaced
+ * all the same, counters from zero, with a warning naming the problem.
+ */
+export async function resetCursorRecord(
+  kafka: KafkaClient,
+  offsetsTopic: string,
+  name: string,
+  start: 'earliest' | Date,
+  logger: Logger,
+): Promise<CursorRecord> {
+  const producer = await kafka.transactionalProducer({ transactionalId: transactionalIdOf(name) });
+  try {
+    let previous: CursorRecord | null = null;
+    try {
+      previous = await readCursorRecord(kafka, offsetsTopic, name, { logger });
+    } catch (err) {
+      if (!findError(err, ErrorCodes.DECODE_FAILED)) throw err;
+      logger.warn(
+        { err, topic: offsetsTopic },
+        `the stored cursor record of ${name} cannot be read; reset replaces it, counters from zero`,
+      );
+    }
+    const record = CursorTracker.initial(name, start).snapshot();
+    if (previous) record.counters = previous.counters;
+    await producer.transaction([cursorRecordOf(offsetsTopic, name, record)]);
+    return record;
+  } finally {
+    await producer.close();
+  }
 }
 
 export function cursorRecordOf(topic: string, name: string, cursor: CursorRecord): OutgoingRecord {

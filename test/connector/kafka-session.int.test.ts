@@ -5,6 +5,7 @@ import { CursorTracker } from '../../src/connector/cursor.ts';
 import { cursorRecordOf, openKafkaSession, transactionalIdOf } from '../../src/connector/kafka-session.ts';
 import { AbortedError } from '../../src/errors.ts';
 import { createLogger, silentLogger } from '../../src/logger.ts';
+import { runCli } from '../helpers/cli.ts';
 import { logCapture } from '../helpers/log.ts';
 import { connectorHarness } from './harness.ts';
 
@@ -47,6 +48,30 @@ describe('the connector publish session against a real broker', () => {
     const restarted = await opening;
     onTestFinished(() => restarted.close());
     expect(restarted.cursor?.cursor).toBe('c2');
+  });
+
+  it('resets a cursor whose stored record is malformed, counters from zero, warning about the record it replaced', async () => {
+    const h = await connectorHarness({ alerts: 1 });
+    const config = loadConnectorConfig(h.env);
+    const { offsetsTopic } = config.topics;
+    const name = config.connector.name;
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    await producer.send([{ topic: offsetsTopic, key: name, value: Buffer.from('{"version":1,"cursor":') }]);
+
+    const reset = runCli(['connector', 'reset', '--updated-after', '2026-01-01T00:00:00Z'], h.env);
+    expect(await reset.exited).toBe(0);
+    expect(reset.stderr()).toMatch(
+      /"level":"warn".*cursor record is not JSON.*"msg":"the stored cursor record/,
+    );
+    const session = await openKafkaSession({ kafka: h.kafka, config, logger: silentLogger() });
+    onTestFinished(() => session.close());
+    expect(session.cursor).toMatchObject({
+      cursor: null,
+      highWaterMark: null,
+      exportStart: '2026-01-01T00:00:00.000Z',
+      counters: { published: 0, rejected: 0, deduplicated: 0, pages: 0 },
+    });
   });
 
   it('stops opening when its signal aborts while the cursor read waits out an open transaction (SIGTERM)', async () => {

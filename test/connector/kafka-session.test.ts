@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { ConnectorConfig } from '../../src/config/index.ts';
 import { CursorTracker } from '../../src/connector/cursor.ts';
-import { openKafkaSession } from '../../src/connector/kafka-session.ts';
+import { cursorRecordOf, openKafkaSession, readCursorRecord } from '../../src/connector/kafka-session.ts';
 import { KafkaError } from '../../src/errors.ts';
 import type { IncomingRecord, KafkaClient, OutgoingRecord } from '../../src/kafka/index.ts';
-import { silentLogger } from '../../src/logger.ts';
+import { createLogger, silentLogger } from '../../src/logger.ts';
+import { logCapture } from '../helpers/log.ts';
 
 const config = {
   topics: {
@@ -59,5 +60,32 @@ describe('the connector publish session', () => {
     await session.commit({ events: [], rejected: [], cursor: tracker.snapshot() });
     expect(transactions).toHaveLength(1);
     expect(transactions[0]?.[0]?.topic).toBe('offsets');
+  });
+
+  it('starts afresh from a tombstone for CONNECTOR_NAME, warning that the cursor was deleted after earlier records', async () => {
+    const tracker = CursorTracker.initial('c', 'earliest');
+    tracker.admitEvent(2000, 'id-a', 'row-a');
+    const written = cursorRecordOf('offsets', 'c', tracker.snapshot());
+    const incoming = (offset: number, value: Buffer | null): IncomingRecord => ({
+      topic: 'offsets',
+      partition: 0,
+      offset: String(offset),
+      key: Buffer.from('c'),
+      value,
+      headers: {},
+      timestamp: 0,
+    });
+    const { kafka } = fakeKafka([incoming(0, written.value), incoming(1, null)]);
+    const log = logCapture();
+    const logger = createLogger({ destination: log.stream });
+    expect(await readCursorRecord(kafka, 'offsets', 'c', { logger })).toBeNull();
+    expect(log.lines).toContainEqual(
+      expect.objectContaining({
+        level: 'warn',
+        offset: '1',
+        earlierRecords: 1,
+        msg: expect.stringMatching(/cursor record of c was deleted \(a tombstone\).*EXPORT_START/),
+      }),
+    );
   });
 });

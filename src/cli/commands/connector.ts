@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
 import { loadConnectorConfig } from '../../config/index.ts';
-import { CursorTracker } from '../../connector/cursor.ts';
 import { boundHeapGrowth } from '../../connector/heap.ts';
-import { readCursorRecord, startConnector, transactionalIdOf } from '../../connector/index.ts';
-import { cursorRecordOf } from '../../connector/kafka-session.ts';
+import { readCursorRecord, resetCursorRecord, startConnector } from '../../connector/index.ts';
 import { UsageError } from '../../errors.ts';
 import { createKafkaClient } from '../../kafka/index.ts';
 import { createLogger } from '../../logger.ts';
@@ -43,11 +41,11 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
     .description('print the stored cursor record of CONNECTOR_NAME')
     .action(async () => {
       const config = loadConnectorConfig(ctx.env);
-      const kafka = createKafkaClient({
-        config: config.kafka,
-        logger: createLogger({ level: config.logLevel }),
+      const logger = createLogger({ level: config.logLevel });
+      const kafka = createKafkaClient({ config: config.kafka, logger });
+      const record = await readCursorRecord(kafka, config.topics.offsetsTopic, config.connector.name, {
+        logger,
       });
-      const record = await readCursorRecord(kafka, config.topics.offsetsTopic, config.connector.name);
       ctx.stdout.write(
         `${JSON.stringify(record ?? { connector: config.connector.name, cursor: null, stored: false }, null, 2)}\n`,
       );
@@ -65,21 +63,14 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
       const config = loadConnectorConfig(ctx.env);
       const logger = createLogger({ level: config.logLevel });
       const kafka = createKafkaClient({ config: config.kafka, logger });
-      // Same transactional id: creating this producer fences a running connector.
-      const producer = await kafka.transactionalProducer({
-        transactionalId: transactionalIdOf(config.connector.name),
-      });
-      try {
-        const previous = await readCursorRecord(kafka, config.topics.offsetsTopic, config.connector.name);
-        const start = opts.earliest ? 'earliest' : new Date(opts.updatedAfter as string);
-        const record = CursorTracker.initial(config.connector.name, start).snapshot();
-        if (previous) record.counters = previous.counters;
-        await producer.transaction([
-          cursorRecordOf(config.topics.offsetsTopic, config.connector.name, record),
-        ]);
-        ctx.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
-      } finally {
-        await producer.close();
-      }
+      const start = opts.earliest ? 'earliest' : new Date(opts.updatedAfter as string);
+      const record = await resetCursorRecord(
+        kafka,
+        config.topics.offsetsTopic,
+        config.connector.name,
+        start,
+        logger,
+      );
+      ctx.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
     });
 }
