@@ -26,6 +26,7 @@ export type EventType = 'AlertUpserted' | 'AlertDeactivated';
 export const RowErrorCodes = {
   NOT_AN_OBJECT: 'ROW_NOT_AN_OBJECT',
   ID_MISSING: 'ROW_ID_MISSING',
+  ID_UNSAFE_NUMBER: 'ROW_ID_UNSAFE_NUMBER',
   IBAN_MISSING: 'ROW_IBAN_MISSING',
   IBAN_INVALID: 'ROW_IBAN_INVALID',
   UPDATED_AT_INVALID: 'ROW_UPDATED_AT_INVALID',
@@ -43,9 +44,15 @@ export type MappedRow =
 const MAX_INT32 = 2 ** 31 - 1;
 const knownQualifications: ReadonlySet<string> = new Set(Qualifications);
 
+/**
+ * The row's id as a string, or null. A number beyond 2^53 - 1 is null too: JSON.parse has already
+ * rounded it to the nearest double, so two alerts could share the result (checked by magnitude
+ * only: no reviver on the page worker's parse, the hot path).
+ */
 function idOf(value: unknown): string | null {
   if (typeof value === 'string') return value.trim() === '' ? null : value;
-  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  // NaN and infinities fail the comparison too.
+  if (typeof value === 'number' && Math.abs(value) <= Number.MAX_SAFE_INTEGER) return String(value);
   return null;
 }
 
@@ -93,8 +100,17 @@ export function mapRow(raw: unknown, observedAt: number): MappedRow {
   }
   const row = raw as Record<string, unknown>;
   const alertId = idOf(row.id);
-  if (alertId === null)
+  if (alertId === null) {
+    if (typeof row.id === 'number') {
+      return reject(
+        RowErrorCodes.ID_UNSAFE_NUMBER,
+        `id is a number beyond 2^53 - 1 (read as ${row.id}): its digits may be lost, here and in ` +
+          'the raw copy; the upstream should send it as a string',
+        row,
+      );
+    }
     return reject(RowErrorCodes.ID_MISSING, 'id is missing or not a string or number', row);
+  }
   if (typeof row.iban !== 'string' || row.iban.trim() === '') {
     return reject(RowErrorCodes.IBAN_MISSING, 'iban is missing', row);
   }

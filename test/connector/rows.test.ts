@@ -48,6 +48,18 @@ describe('mapRow', () => {
     }
   });
 
+  it('rejects a numeric id beyond 2^53 - 1, which JSON.parse rounded, rather than publish it under another alert id', () => {
+    // Regression: 9007199254740993 was read as 9007199254740992, an alert id another row may carry.
+    for (const text of ['9007199254740993', '9007199254740992', '-9007199254740993', '1e300']) {
+      const row = JSON.parse(`{"id":${text}}`) as { id: number };
+      const mapped = mapRow({ ...good, id: row.id }, observedAt);
+      expect(mapped).toMatchObject({ ok: false, code: RowErrorCodes.ID_UNSAFE_NUMBER, id: null });
+      expect(!mapped.ok && mapped.message).toMatch(/beyond 2\^53 - 1.*send it as a string/);
+    }
+    const largest = mapRow({ ...good, id: Number.MAX_SAFE_INTEGER }, observedAt);
+    expect(largest.ok && largest.event.alertId).toBe('9007199254740991');
+  });
+
   it('maps an unknown qualification to UNKNOWN and keeps the raw value', () => {
     const mapped = mapRow({ ...good, qualification: 'ESCALATED' }, observedAt);
     expect(mapped.ok && mapped.event).toMatchObject({
