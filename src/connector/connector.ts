@@ -1,4 +1,4 @@
-import { AbortedError, findError, isRetriable } from '../errors.ts';
+import { AbortedError, ErrorCodes, findError, isRetriable } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { backoffDelay, defaultRetryPolicy, settledWithin, sleep } from '../retry.ts';
 import { type CursorRecord, CursorTracker, type ExportRequest } from './cursor.ts';
@@ -79,6 +79,20 @@ export function retryReporter(metrics: ConnectorMetrics, logger: Logger): (retry
     metrics.setState('backing_off');
     logger.warn({ code, delayMs }, 'export request failed, backing off');
   };
+}
+
+/**
+ * A page asked for with a cursor that the upstream refused as a client error (a 4xx but 401, 403 and
+ * 429, which stop or back off as anywhere else): a cursor it no longer honours (expired while the
+ * connector was down, issued by another base URL or tenant). It would be refused again at every
+ * restart.
+ */
+function cursorRefused(err: unknown, request: ExportRequest): boolean {
+  if (request.cursor === undefined) return false;
+  return (
+    findError(err, ErrorCodes.UPSTREAM_CLIENT_ERROR) !== undefined ||
+    findError(err, ErrorCodes.UPSTREAM_NOT_FOUND) !== undefined
+  );
 }
 
 /** The rows of a page the cursor has not seen yet, appended to the open transaction's lists. */
@@ -172,7 +186,10 @@ export function createConnector(deps: ConnectorDeps): Connector {
       const positionNow = () => JSON.stringify([tracker.nextRequest(), tracker.highWaterMark]);
       let lastCommittedPosition = positionNow();
       let lastCommitAt = now(); // the session's InitProducerId counts as a transaction
-      let nextPage = fetchPage(tracker.nextRequest());
+      let requested = tracker.nextRequest();
+      let nextPage = fetchPage(requested);
+      /** The mark when a refused cursor was last dropped: a second refusal there is not ridden out. */
+      let droppedAt: number | null | undefined;
       /** Commits the open transaction; one at a time, the next page is fetched meanwhile. */
       const commitOpen = async (position: string): Promise<void> => {
         if (inflight) await inflight;
@@ -189,7 +206,22 @@ export function createConnector(deps: ConnectorDeps): Connector {
         let page: PreparedPage | undefined;
         while (page === undefined) {
           const open = batch.length + rejected.length > 0;
-          page = open ? await settledWithin(nextPage, batchStarted + deps.txMaxMs - now()) : await nextPage;
+          try {
+            page = open ? await settledWithin(nextPage, batchStarted + deps.txMaxMs - now()) : await nextPage;
+          } catch (err) {
+            // Read again from the mark, once per mark: a refusal of the cursors that follow without
+            // the mark moving (every cursor refused) stops the connector with the upstream's error.
+            if (!cursorRefused(err, requested) || droppedAt === tracker.highWaterMark) throw err;
+            droppedAt = tracker.highWaterMark;
+            tracker.dropCursor();
+            requested = tracker.nextRequest();
+            logger.warn(
+              { err, resumeFrom: requested },
+              'the upstream refused the export cursor; reading on from the high-water mark instead',
+            );
+            nextPage = fetchPage(requested);
+            continue;
+          }
           // The next page is slow (a 429's Retry-After, 5xx backoff): the rows read so far are
           // committed when their transaction is CONNECTOR_TX_MAX_MS old, not when the page comes.
           if (page === undefined) await commitOpen(positionNow());
@@ -213,7 +245,8 @@ export function createConnector(deps: ConnectorDeps): Connector {
           metrics.setState('caught_up');
           await sleep(deps.pollIntervalMs, controller.signal);
         }
-        nextPage = fetchPage(tracker.nextRequest());
+        requested = tracker.nextRequest();
+        nextPage = fetchPage(requested);
       }
     } finally {
       // Let the open transaction finish: it is either committed whole or aborted by the broker.

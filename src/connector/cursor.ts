@@ -272,6 +272,15 @@ export class CursorTracker {
     this.#record.counters.pages++;
   }
 
+  /**
+   * Forgets a cursor the upstream refused: the next read is the resume below the mark (or, with no
+   * mark yet, from the export start), which serves nothing twice.
+   */
+  dropCursor(): void {
+    this.#record.cursor = null;
+    this.#resumingBelowMark = this.#record.highWaterMark !== null;
+  }
+
   snapshot(now: number = Date.now()): CursorRecord {
     const mark = this.#record.highWaterMark;
     return {

@@ -13,7 +13,12 @@ import {
 } from '../../src/connector/cursor.ts';
 import { createConnectorMetrics } from '../../src/connector/metrics.ts';
 import { localPageSource } from '../../src/connector/pages.ts';
-import { InvalidInputError, KafkaError, UpstreamUnauthorizedError } from '../../src/errors.ts';
+import {
+  InvalidInputError,
+  KafkaError,
+  UpstreamClientError,
+  UpstreamUnauthorizedError,
+} from '../../src/errors.ts';
 import { createLogger, type Logger, silentLogger } from '../../src/logger.ts';
 import { logCapture } from '../helpers/log.ts';
 import { testEncoders } from './encoders.ts';
@@ -62,6 +67,22 @@ class FakeFeed implements ExportFeed {
     }
     const end = Math.min(start + this.pageSize, this.rows.length);
     return { rows: this.rows.slice(start, end), nextCursor: end < this.rows.length ? String(end) : null };
+  }
+}
+
+/** A feed that answers 400 to the cursors in `refused` (or to every cursor), as to expired ones. */
+class RefusingFeed extends FakeFeed {
+  refused = new Set<string>();
+  refuseAll = false;
+  override async exportPage(request: ExportRequest) {
+    if (request.cursor !== undefined && (this.refuseAll || this.refused.has(request.cursor))) {
+      this.requests.push(request);
+      this.refused.delete(request.cursor);
+      throw new UpstreamClientError('GET /sharing/v1/alerts/export answered 400: INVALID_CURSOR', {
+        status: 400,
+      });
+    }
+    return super.exportPage(request);
   }
 }
 
@@ -133,6 +154,41 @@ describe('connector loop', () => {
       1,
     );
     expect(feed.requests.at(-1)).toEqual({ updatedAfter: new Date(1003).toISOString() });
+  });
+
+  it('reads on from the mark when the upstream refuses a cursor (expired), without a duplicate or a gap', async () => {
+    const feed = new RefusingFeed(3);
+    for (let i = 0; i < 9; i++) feed.add(`a${i}`, 1000 + i);
+    feed.refused.add('6');
+    const kafka = new FakeKafka();
+    const log = logCapture();
+    const connector = connectorFor(feed, kafka, {
+      logger: createLogger({ level: 'warn', destination: log.stream }),
+    });
+    feed.onRequest = (n) => {
+      if (n === 6) void connector.stop();
+    };
+    await connector.start();
+    expect(kafka.eventIds()).toEqual(['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8']);
+    // The refused cursor, then the resume below the mark that a6's page came from.
+    expect(feed.requests.slice(2, 4)).toEqual([
+      { cursor: '6' },
+      { updatedAfter: new Date(1004).toISOString() },
+    ]);
+    expect(log.lines).toContainEqual(
+      expect.objectContaining({ msg: expect.stringContaining('refused the export cursor') }),
+    );
+  });
+
+  it('stops with the upstream error when cursors are refused again without the mark moving', async () => {
+    const feed = new RefusingFeed(3);
+    for (let i = 0; i < 3; i++) feed.add(`a${i}`, 1000);
+    for (let i = 3; i < 9; i++) feed.add(`a${i}`, 1001); // one millisecond, more rows than a page
+    feed.refuseAll = true;
+    const kafka = new FakeKafka();
+    const connector = connectorFor(feed, kafka);
+    await expect(connector.start()).rejects.toBeInstanceOf(UpstreamClientError);
+    expect(kafka.eventIds()).toEqual(['a0', 'a1', 'a2']);
   });
 
   it('restarts from the committed cursor after a failed commit, without a duplicate or a gap', async () => {
