@@ -2,7 +2,7 @@ import type { Kafka } from 'kafkajs';
 import { AbortedError } from '../errors.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';
-import { assignerWithGroupHooks, type KafkajsGroupState } from './kafkajs.ts';
+import { assignerWithGroupHooks, type FetchOffsetReader, type KafkajsGroupState } from './kafkajs.ts';
 import { toIncoming } from './records.ts';
 import type { GroupConsumer, GroupConsumerOptions, GroupMembership, TopicPartitions } from './types.ts';
 
@@ -10,6 +10,23 @@ import type { GroupConsumer, GroupConsumerOptions, GroupMembership, TopicPartiti
 export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions): GroupConsumer {
   let group: KafkajsGroupState | undefined;
   let membership: GroupMembership | undefined;
+  // With resumeOnRejoin: per partition, where to read on after a rejoin. The offset after the last
+  // record handed to eachBatch; before any, the offset kafkajs resolved for the partition's first
+  // fetch in this assignment. kafkajs resolves them again at every join and this member commits
+  // nothing, so a partition without a position would start again from the group's default (the
+  // latest offset, for a requester), skipping what was written there meanwhile.
+  const positions = new Map<string, { topic: string; partition: number; next: bigint }>();
+  // Assigned partitions that have no position yet: those of a new assignment, until its first fetch.
+  let unpositioned: { topic: string; partition: number }[] = [];
+  const positionUnpositioned = (offsetOf: FetchOffsetReader) => {
+    if (unpositioned.length === 0) return;
+    unpositioned = unpositioned.filter(({ topic, partition }) => {
+      const next = offsetOf(topic, partition);
+      if (next === undefined) return true;
+      positions.set(`${topic}\u0000${partition}`, { topic, partition, next });
+      return false;
+    });
+  };
   const consumer = kafka.consumer({
     groupId: options.groupId,
     readUncommitted: options.isolation === 'read_uncommitted',
@@ -27,6 +44,7 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
         onGroup: (g) => {
           group = g;
         },
+        onOffsetsResolved: options.resumeOnRejoin ? positionUnpositioned : undefined,
       }),
     ],
   });
@@ -36,15 +54,18 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
   const joined = Promise.withResolvers<void>();
   joined.promise.catch(() => {}); // a crash before start() awaits it is reported there, not as unhandled
   let assigned = false;
-  // With resumeOnRejoin: per partition, the offset after the last record handed to eachBatch.
-  const positions = new Map<string, { topic: string; partition: number; next: bigint }>();
   const resumeKept = (assignment: Record<string, number[]>) => {
-    const kept = new Set(Object.entries(assignment).flatMap(([t, ps]) => ps.map((p) => `${t}\u0000${p}`)));
+    const kept = Object.entries(assignment).flatMap(([topic, ps]) =>
+      ps.map((partition) => ({ topic, partition })),
+    );
+    const keys = new Set(kept.map(({ topic, partition }) => `${topic}\u0000${partition}`));
     for (const [key, { topic, partition, next }] of positions) {
-      if (!kept.has(key)) positions.delete(key);
+      if (!keys.has(key)) positions.delete(key);
       // kafkajs applies the seek at the member's next fetch, before resolving any other start offset.
       else consumer.seek({ topic, partition, offset: String(next) });
     }
+    // Newly assigned: they start where the group says, resolved at the next fetch.
+    unpositioned = kept.filter(({ topic, partition }) => !positions.has(`${topic}\u0000${partition}`));
   };
   consumer.on(consumer.events.GROUP_JOIN, (event) => {
     const assignment = event.payload.memberAssignment as Record<string, number[]>;
@@ -64,7 +85,8 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
     if (Object.values(assignment).every((p) => p.length === 0)) joined.resolve();
   });
   consumer.on(consumer.events.FETCH, () => {
-    if (assigned) joined.resolve();
+    // With resumeOnRejoin, positioned too: a fetch that failed before resolving them does not count.
+    if (assigned && (!options.resumeOnRejoin || unpositioned.length === 0)) joined.resolve();
   });
   consumer.on(consumer.events.CRASH, (event) => {
     const { error, restart } = event.payload;

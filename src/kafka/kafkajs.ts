@@ -93,6 +93,10 @@ import type { OutgoingRecord } from './types.ts';
  * `onGroup`, whose generation and member id a transaction then sends with the member's offsets
  * (KIP-447, as the Java consumer's `groupMetadata()`). kafkajs has no revocation callback and shows
  * no generation, and the assigners are the one per-consumer object it hands its ConsumerGroup.
+ * At each fetch, once kafkajs has resolved the partitions' start offsets (`seekOffsets`), it also
+ * hands `onOffsetsResolved` a reader of the offset each assigned partition is fetched from: every
+ * join builds a new OffsetManager that resolves them again (the committed offset, or with none the
+ * topic's first or latest), and a member that commits nothing keeps them itself (`resumeOnRejoin`).
  *
  * 14. Stable committed offsets (KIP-447; `offsetFetchV7` in transaction-v2.ts): every OffsetFetch
  * asks with RequireStable where the broker offers OffsetFetch v7, and is asked again while a
@@ -245,6 +249,7 @@ interface Originals {
   decodeRecord?: RecordDecoder;
   scheduleCheckPendingRequests?: () => void;
   joinAndSync?: () => Promise<void>;
+  seekOffsets?: (topicPartitions: unknown) => Promise<void>;
 }
 
 /**
@@ -854,11 +859,19 @@ export interface GroupJoinHooks {
   beforeJoin?: (() => Promise<void>) | undefined;
   /** Handed the member's ConsumerGroup before every join (a restarted consumer has a new one). */
   onGroup?: ((group: KafkajsGroupState) => void) | undefined;
+  /**
+   * Called at every fetch once kafkajs has resolved its start offsets, with a reader of the offset
+   * the member fetches a partition of its assignment from next (undefined while unresolved).
+   */
+  onOffsetsResolved?: ((offsetOf: FetchOffsetReader) => void) | undefined;
 }
+
+export type FetchOffsetReader = (topic: string, partition: number) => bigint | undefined;
 
 /**
  * kafkajs's round-robin assigner (its default), carrying the member's hooks: its ConsumerGroup
- * hands itself to `onGroup` and awaits `beforeJoin` before every join.
+ * hands itself to `onGroup` and awaits `beforeJoin` before every join, and calls
+ * `onOffsetsResolved` at every fetch.
  */
 export function assignerWithGroupHooks(hooks: GroupJoinHooks): Kafkajs.PartitionAssigner {
   const roundRobin = require(roundRobinModulePath) as AssignerFactory;
@@ -866,18 +879,51 @@ export function assignerWithGroupHooks(hooks: GroupJoinHooks): Kafkajs.Partition
   return factory as unknown as Kafkajs.PartitionAssigner;
 }
 
-function installGroupHooks(): void {
-  const ConsumerGroup = require(consumerGroupModulePath) as {
-    prototype: KafkajsGroupState & { joinAndSync(): Promise<void>; assigners?: Record<symbol, unknown>[] };
+/** The parts of kafkajs's OffsetManager (one per join) that say where each partition is fetched from. */
+interface KafkajsOffsetManager {
+  /** Moved on past each batch handed over, and by seeks. */
+  resolvedOffsets: Record<string, Record<number, string | undefined> | undefined>;
+  /** The start offsets resolved at the first fetch after the join; '-1' or absent until then. */
+  committedOffsets(): Record<string, Record<number, string | undefined> | undefined>;
+}
+
+interface KafkajsConsumerGroup extends KafkajsGroupState {
+  assigners?: Record<symbol, unknown>[];
+  offsetManager: KafkajsOffsetManager | null;
+  joinAndSync(): Promise<void>;
+  seekOffsets(topicPartitions: unknown): Promise<void>;
+}
+
+/** What kafkajs's `OffsetManager.nextOffset` would fetch from, without its side effect; undefined if unresolved. */
+function fetchOffsetReader(manager: KafkajsOffsetManager | null): FetchOffsetReader {
+  return (topic, partition) => {
+    const offset =
+      manager?.resolvedOffsets[topic]?.[partition] ?? manager?.committedOffsets()[topic]?.[partition];
+    const text = offset === undefined || offset === null ? '' : String(offset);
+    return /^\d+$/.test(text) ? BigInt(text) : undefined;
   };
+}
+
+function installGroupHooks(): void {
+  const ConsumerGroup = require(consumerGroupModulePath) as { prototype: KafkajsConsumerGroup };
   const original = ConsumerGroup.prototype.joinAndSync;
   if (originals.joinAndSync) return;
   originals.joinAndSync = original;
+  const hooksOf = (group: KafkajsConsumerGroup) =>
+    group.assigners?.find((a) => a[GROUP_HOOKS])?.[GROUP_HOOKS] as GroupJoinHooks | undefined;
   ConsumerGroup.prototype.joinAndSync = async function joinAndSync() {
-    const hooks = this.assigners?.find((a) => a[GROUP_HOOKS])?.[GROUP_HOOKS] as GroupJoinHooks | undefined;
+    const hooks = hooksOf(this);
     hooks?.onGroup?.(this);
     if (hooks?.beforeJoin) await hooks.beforeJoin();
     return original.call(this);
+  };
+  const seekOffsets = ConsumerGroup.prototype.seekOffsets;
+  originals.seekOffsets = seekOffsets;
+  // Applies pending seeks, then resolves the start offsets of the whole assignment (OffsetFetch,
+  // then ListOffsets for partitions without a committed offset), before every fetch.
+  ConsumerGroup.prototype.seekOffsets = async function resolvingSeekOffsets(topicPartitions) {
+    await seekOffsets.call(this, topicPartitions);
+    hooksOf(this)?.onOffsetsResolved?.(fetchOffsetReader(this.offsetManager));
   };
 }
 

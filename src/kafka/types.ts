@@ -141,10 +141,11 @@ export interface GroupConsumerOptions {
   eachBatch(batch: ConsumedBatch): Promise<void>;
   /**
    * After a rejoin (a rebalance, or kafkajs restarting the member after a crash), read each partition
-   * this member keeps on from the record after the last one handed to `eachBatch`, instead of from
-   * its committed offset or, with none committed, `fromBeginning`'s choice. For members that commit
-   * nothing and start at the latest offset (a requester awaiting replies): without it, records
-   * written while the member rejoined would be skipped.
+   * this member keeps on from the record after the last one handed to `eachBatch` (or, before any,
+   * from where its first fetch in the assignment started), instead of from its committed offset or,
+   * with none committed, `fromBeginning`'s choice; a partition assigned anew starts at the latter.
+   * For members that commit nothing and start at the latest offset (a requester awaiting replies):
+   * without it, records written while the member rejoined would be skipped.
    */
   resumeOnRejoin?: boolean;
   /**

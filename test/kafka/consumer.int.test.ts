@@ -1,7 +1,41 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { IncomingRecord } from '../../src/kafka/index.ts';
+import type { GroupMembership, IncomingRecord } from '../../src/kafka/index.ts';
+import kafkajs from '../../src/kafka/kafkajs.ts';
 import { testClients, testTopics } from '../helpers/kafka.ts';
-import { uniqueName } from '../helpers/stack.ts';
+import { stackEnv, uniqueName } from '../helpers/stack.ts';
+
+interface GroupCluster {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  findGroupCoordinator(args: { groupId: string }): Promise<{
+    leaveGroup(args: { groupId: string; memberId: string }): Promise<unknown>;
+  }>;
+}
+
+/**
+ * Removes a member from its group (LeaveGroup v3, naming the member), as a coordinator that lost it
+ * would: the member learns it at its next heartbeat (UNKNOWN_MEMBER_ID) and rejoins under a new id,
+ * alone in its group, so it keeps every partition. Through kafkajs's private cluster factory: its
+ * admin has no such call.
+ */
+async function removeMember(groupId: string, memberId: string): Promise<void> {
+  const raw = new kafkajs.Kafka({
+    brokers: stackEnv().KAFKA_BROKERS.split(','),
+    logLevel: kafkajs.logLevel.NOTHING,
+  });
+  const factory = Object.getOwnPropertySymbols(raw).find(
+    (s) => s.description === 'private:Kafka:createCluster',
+  );
+  const cluster = (raw as unknown as Record<symbol, (o: object) => GroupCluster>)[factory as symbol]?.({});
+  if (!cluster) throw new Error('kafkajs has no cluster factory');
+  await cluster.connect();
+  try {
+    const coordinator = await cluster.findGroupCoordinator({ groupId });
+    await coordinator.leaveGroup({ groupId, memberId });
+  } finally {
+    await cluster.disconnect();
+  }
+}
 
 describe('group consumer on a real broker', () => {
   it('does not leave start() hanging when closed before it joined its group', async () => {
@@ -93,6 +127,109 @@ describe('group consumer on a real broker', () => {
     const mine = () => seen.filter((r) => r.partition === kept?.[0]).map((r) => r.value?.toString());
     await arrived(() => mine().includes('after'));
     expect(mine()).toEqual(['before', 'during', 'after']);
+  });
+
+  it('with resumeOnRejoin, after a rejoin reads a partition that had delivered nothing from where it started, not from the latest offset', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['consumer-rejoin-unread'], 2);
+    const groupId = uniqueName('g');
+    const seen: IncomingRecord[] = [];
+    const joins: { partitions: number[]; membership: GroupMembership | undefined }[] = [];
+    const rejoined = Promise.withResolvers<void>();
+    const one = kafka.groupConsumer({
+      groupId,
+      topics: [topic],
+      fromBeginning: false,
+      resumeOnRejoin: true,
+      onAssignment(assigned, membership) {
+        joins.push({ partitions: assigned.flatMap((a) => a.partitions), membership });
+        if (joins.length === 2) rejoined.resolve();
+      },
+      eachBatch: async (batch) => {
+        seen.push(...batch.records);
+      },
+    });
+    onTestFinished(() => one.close());
+    await one.start();
+    const producer = await kafka.producer();
+    onTestFinished(() => producer.close());
+    const send = (value: string, partitions: number[]) =>
+      producer.send(
+        partitions.map((partition) => ({ topic, partition, key: null, value: Buffer.from(value) })),
+      );
+    const values = (partition: number) =>
+      seen.filter((r) => r.partition === partition).map((r) => r.value?.toString());
+    // Partition 0 delivers a record before the rejoin; partition 1 none.
+    await send('before', [0]);
+    await expect.poll(() => values(0), { timeout: 15_000 }).toEqual(['before']);
+    one.pause([{ topic }]);
+    await send('during', [0, 1]);
+    await removeMember(groupId, joins[0]?.membership?.memberId ?? '');
+    await rejoined.promise;
+    expect(joins[1]?.partitions.sort()).toEqual([0, 1]);
+    one.resume([{ topic }]);
+    await send('after', [0, 1]);
+    // Before the fix, partition 1 started again from the offset latest at the first fetch after the
+    // rejoin: 'during' was skipped, and 'after' too when written before that fetch.
+    await expect.poll(() => values(0), { timeout: 15_000 }).toEqual(['before', 'during', 'after']);
+    await expect.poll(() => values(1), { timeout: 15_000 }).toEqual(['during', 'after']);
+  });
+
+  it('with resumeOnRejoin, a partition assigned anew at a rejoin starts at the group offset, and a later rejoin does not skip it', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['consumer-rejoin-new'], 2);
+    const groupId = uniqueName('g');
+    const seen: IncomingRecord[] = [];
+    const joins: { partitions: number[]; membership: GroupMembership | undefined }[] = [];
+    const joined = [1, 2, 3, 4].map(() => Promise.withResolvers<void>());
+    const one = kafka.groupConsumer({
+      groupId,
+      topics: [topic],
+      fromBeginning: false,
+      resumeOnRejoin: true,
+      onAssignment(assigned, membership) {
+        joins.push({ partitions: assigned.flatMap((a) => a.partitions).sort(), membership });
+        joined[joins.length - 1]?.resolve();
+      },
+      eachBatch: async (batch) => {
+        seen.push(...batch.records);
+      },
+    });
+    onTestFinished(() => one.close());
+    await one.start();
+    const producer = await kafka.producer();
+    onTestFinished(() => producer.close());
+    const send = (value: string, partitions: number[]) =>
+      producer.send(
+        partitions.map((partition) => ({ topic, partition, key: null, value: Buffer.from(value) })),
+      );
+    const values = (partition: number) =>
+      seen.filter((r) => r.partition === partition).map((r) => r.value?.toString());
+    await send('early', [0, 1]);
+    await expect.poll(() => seen.length, { timeout: 15_000 }).toBe(2);
+    // A second member takes one partition over for a while, then leaves: the first gets it back anew.
+    const two = kafka.groupConsumer({
+      groupId,
+      topics: [topic],
+      fromBeginning: false,
+      eachBatch: async () => {},
+    });
+    await Promise.all([joined[1]?.promise, two.start()]);
+    const away = [0, 1].find((p) => !joins[1]?.partitions.includes(p)) ?? -1;
+    await send('while away', [away]);
+    await two.close();
+    await joined[2]?.promise;
+    expect(joins[2]?.partitions).toEqual([0, 1]);
+    // Time for the first fetch after that join, which resolves the partition's start (the latest
+    // offset: this group commits nothing); the partition delivers no record before the next rejoin.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    one.pause([{ topic }]);
+    await send('during', [away]);
+    await removeMember(groupId, joins[2]?.membership?.memberId ?? '');
+    await joined[3]?.promise;
+    one.resume([{ topic }]);
+    await send('after', [away]);
+    await expect.poll(() => values(away), { timeout: 15_000 }).toEqual(['early', 'during', 'after']);
   });
 
   it('awaits beforeJoin before each join: a rebalance waits for a member still finishing its work', async () => {
