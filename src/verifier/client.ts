@@ -1,17 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { KafkaConfig, RegistryConfig } from '../config/index.ts';
-import { TimeoutError } from '../errors.ts';
+import { DecodeError, FraudlinkError, TimeoutError } from '../errors.ts';
 import {
   createKafkaClient,
   createSchemaRegistry,
   type Encoder,
   type GroupConsumer,
+  type IncomingRecord,
   type OutgoingRecord,
   type Producer,
+  type SchemaRegistryClient,
 } from '../kafka/index.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
-import type { VerificationResult } from './reply.ts';
+import { asVerificationResult, fromJson, type VerificationResult } from './reply.ts';
 import type { VerificationRequest } from './request.ts';
 
 export interface VerificationClientConfig {
@@ -35,8 +37,11 @@ export interface VerificationClient {
     request: { iban: string; partyName: string },
     options?: { timeoutMs?: number },
   ): Promise<VerificationResult>;
-  /** Replies that arrived after their request timed out, or twice. */
-  readonly stats: { late: number; duplicate: number; pending: number };
+  /**
+   * Replies that arrived after their request timed out, or twice; replies that could not be read
+   * (their verify() rejected with the DecodeError or SchemaRegistryError); requests awaiting a reply.
+   */
+  readonly stats: { late: number; duplicate: number; unreadable: number; pending: number };
   close(): Promise<void>;
 }
 
@@ -50,6 +55,29 @@ const ANSWERED_KEPT = 10_000;
  */
 function deadlineMarginMs(timeoutMs: number): number {
   return Math.min(1000, Math.round(timeoutMs / 4));
+}
+
+/**
+ * A reply's value, or why it cannot be read: DecodeError (not JSON, not Avro of a known schema, not a
+ * VerificationResult) or a retriable SchemaRegistryError. The registry client has asked again already
+ * (it retries 5xx answers and failed connections, 5 times over ~3 s): no retry here on top.
+ */
+async function readReply(
+  record: IncomingRecord,
+  what: string,
+  registry: SchemaRegistryClient,
+): Promise<{ result: VerificationResult } | { failure: FraudlinkError }> {
+  try {
+    const json = record.headers['content-type']?.toString().startsWith('application/json');
+    const result = json
+      ? fromJson(record.value, what)
+      : asVerificationResult((await registry.decode(record.value)).value, what);
+    return { result };
+  } catch (err) {
+    return {
+      failure: err instanceof FraudlinkError ? err : new DecodeError(`${what} is unreadable`, { cause: err }),
+    };
+  }
 }
 
 interface Pending {
@@ -83,7 +111,7 @@ export async function createVerificationClient(
     answeredBefore = answered;
     answered = new Set();
   };
-  const stats = { late: 0, duplicate: 0, pending: 0 };
+  const stats = { late: 0, duplicate: 0, unreadable: 0, pending: 0 };
   const encoder: Encoder<VerificationRequest> | undefined =
     format === 'avro'
       ? await registry.encoder<VerificationRequest>(
@@ -111,18 +139,27 @@ export async function createVerificationClient(
           else if (correlation.startsWith(clientTag)) stats.late++;
           continue;
         }
-        try {
-          const json = record.headers['content-type']?.toString().startsWith('application/json');
-          const result = json
-            ? (JSON.parse(record.value?.toString('utf8') ?? 'null') as VerificationResult)
-            : ((await registry.decode(record.value)).value as unknown as VerificationResult);
-          pending.delete(correlation);
-          remember(correlation);
-          clearTimeout(waiting.timer);
-          waiting.resolve(result);
-        } catch (err) {
-          logger.warn({ err, offset: record.offset }, 'unreadable reply');
+        const read = await readReply(
+          record,
+          `reply to request ${correlation.slice(clientTag.length)}`,
+          registry,
+        );
+        if ('failure' in read) {
+          stats.unreadable++;
+          logger.warn(
+            { err: read.failure, partition: record.partition, offset: record.offset },
+            'unreadable reply',
+          );
         }
+        // Timed out or closed while the registry was asked.
+        if (pending.get(correlation) !== waiting) continue;
+        pending.delete(correlation);
+        remember(correlation);
+        clearTimeout(waiting.timer);
+        // The reply is the only one its request gets: an unreadable one fails its verify() at once
+        // rather than at the timeout.
+        if ('failure' in read) waiting.reject(read.failure);
+        else waiting.resolve(read.result);
       }
     },
   });

@@ -1,3 +1,5 @@
+import { DecodeError } from '../errors.ts';
+
 export type Outcome = 'COMPLETED' | 'INVALID_REQUEST' | 'EXPIRED' | 'FAILED';
 export type NameMatch = 'MTCH' | 'CMTC' | 'NMTC' | 'NOAP';
 
@@ -50,4 +52,34 @@ export function failed(
 /** JSON replies use the Avro field names, enums as strings, unions plain and instants as epoch ms. */
 export function toJson(result: VerificationResult): Buffer {
   return Buffer.from(JSON.stringify(result), 'utf8');
+}
+
+const OUTCOMES: ReadonlySet<unknown> = new Set<Outcome>([
+  'COMPLETED',
+  'INVALID_REQUEST',
+  'EXPIRED',
+  'FAILED',
+]);
+
+/** A decoded reply (`what` names it in the error): DecodeError unless it has a requestId and an outcome. */
+export function asVerificationResult(value: unknown, what: string): VerificationResult {
+  const reply = value as Partial<Record<keyof VerificationResult, unknown>> | null;
+  if (typeof reply !== 'object' || reply === null || typeof reply.requestId !== 'string') {
+    throw new DecodeError(`${what} is not a VerificationResult: no requestId`);
+  }
+  if (!OUTCOMES.has(reply.outcome)) {
+    throw new DecodeError(`${what} is not a VerificationResult: outcome ${JSON.stringify(reply.outcome)}`);
+  }
+  return value as VerificationResult;
+}
+
+/** A JSON reply's value: DecodeError when it is not JSON, or not a VerificationResult. */
+export function fromJson(value: Buffer | null, what: string): VerificationResult {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value?.toString('utf8') ?? '');
+  } catch (err) {
+    throw new DecodeError(`${what} is not valid JSON: ${(err as Error).message}`, { cause: err });
+  }
+  return asVerificationResult(parsed, what);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { KafkaError } from '../../src/errors.ts';
-import type { OutgoingRecord } from '../../src/kafka/index.ts';
+import { DecodeError, KafkaError, SchemaRegistryError } from '../../src/errors.ts';
+import type { GroupConsumerOptions, IncomingRecord, OutgoingRecord } from '../../src/kafka/index.ts';
 import { createVerificationClient } from '../../src/verifier/client.ts';
 
 // The requester client on a stand-in Kafka client and registry; test/verifier/verifier.int.test.ts
@@ -11,18 +11,30 @@ const kafka = vi.hoisted(() => ({
   consumerClosed: 0,
   /** The records the client's producer sent. */
   sent: [] as OutgoingRecord[],
+  /** The options of the last reply consumer made: its eachBatch hands it replies. */
+  consumer: undefined as GroupConsumerOptions | undefined,
+  /** What the registry's decode() does with an Avro reply. */
+  decode: (async () => ({ value: {} })) as (
+    value: Buffer | null,
+  ) => Promise<{ value: Record<string, unknown> }>,
 }));
 vi.mock('../../src/kafka/index.ts', () => ({
-  createSchemaRegistry: () => ({ encoder: async () => ({ encode: () => Buffer.alloc(0) }) }),
+  createSchemaRegistry: () => ({
+    encoder: async () => ({ encode: () => Buffer.alloc(0) }),
+    decode: (value: Buffer | null) => kafka.decode(value),
+  }),
   createKafkaClient: () => ({
-    groupConsumer: () => ({
-      start: async () => {
-        if (kafka.startFailure) throw kafka.startFailure;
-      },
-      close: async () => {
-        kafka.consumerClosed++;
-      },
-    }),
+    groupConsumer: (options: GroupConsumerOptions) => {
+      kafka.consumer = options;
+      return {
+        start: async () => {
+          if (kafka.startFailure) throw kafka.startFailure;
+        },
+        close: async () => {
+          kafka.consumerClosed++;
+        },
+      };
+    },
     producer: async () => ({
       send: async (records: OutgoingRecord[]) => {
         kafka.sent.push(...records);
@@ -31,6 +43,45 @@ vi.mock('../../src/kafka/index.ts', () => ({
     }),
   }),
 }));
+
+/** Hands the reply consumer one reply to the request `sent`, as the verifier would write it. */
+async function reply(sent: OutgoingRecord | undefined, value: Buffer, json: boolean): Promise<void> {
+  const headers: Record<string, Buffer> = {
+    kafka_correlationId: Buffer.from(String(sent?.headers?.kafka_correlationId)),
+  };
+  if (json) headers['content-type'] = Buffer.from('application/json');
+  const record: IncomingRecord = {
+    topic: 'replies',
+    partition: 0,
+    offset: '0',
+    key: null,
+    value,
+    headers,
+    timestamp: Date.now(),
+  };
+  await kafka.consumer?.eachBatch({
+    topic: 'replies',
+    partition: 0,
+    records: [record],
+    isRunning: () => true,
+    isStale: () => false,
+    heartbeat: async () => {},
+  });
+}
+
+/** How `promise` settled within a few milliseconds: its value, its error, or 'pending'. */
+async function settledSoon<T>(promise: Promise<T>): Promise<{ value: T } | { error: unknown } | 'pending'> {
+  const pending = new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), 50));
+  return Promise.race([
+    promise.then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    ),
+    pending,
+  ]);
+}
+
+const request = { iban: 'DE89370400440532013000', partyName: 'Anna' };
 
 const config = {
   kafka: { brokers: ['localhost:9092'], clientId: 'test', ssl: false },
@@ -61,5 +112,48 @@ describe('createVerificationClient', () => {
       return Number(r.headers?.['vop-deadline']) - requestedAt;
     });
     expect(dueAfter).toEqual([150, 4000, 19_000]);
+  });
+
+  it('rejects the waiting verify() at once with a DecodeError when its reply is not valid JSON, and counts it', async () => {
+    kafka.startFailure = undefined;
+    kafka.sent = [];
+    const client = await createVerificationClient({ ...config, format: 'json' });
+    const verifying = client.verify(request, { timeoutMs: 60_000 });
+    await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
+    await reply(kafka.sent[0], Buffer.from('{"requestId": "r", "outc'), true);
+    const settled = await settledSoon(verifying);
+    expect(settled).toEqual({ error: expect.any(DecodeError) });
+    expect(String((settled as { error: unknown }).error)).toMatch(/reply to request .* is not valid JSON/);
+    expect(client.stats).toMatchObject({ unreadable: 1, pending: 0 });
+    await client.close();
+  });
+
+  it('rejects the waiting verify() with a DecodeError when its JSON reply is not a VerificationResult', async () => {
+    kafka.startFailure = undefined;
+    kafka.sent = [];
+    const client = await createVerificationClient({ ...config, format: 'json' });
+    const verifying = client.verify(request, { timeoutMs: 60_000 });
+    await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
+    await reply(kafka.sent[0], Buffer.from('null'), true);
+    expect(await settledSoon(verifying)).toEqual({ error: expect.any(DecodeError) });
+    await client.close();
+  });
+
+  it("rejects the waiting verify() at once with the registry's error when its Avro reply cannot be decoded", async () => {
+    kafka.startFailure = undefined;
+    kafka.sent = [];
+    const unavailable = new SchemaRegistryError('reading schema id 7 failed: connect ECONNREFUSED', {
+      retriable: true,
+    });
+    kafka.decode = async () => {
+      throw unavailable;
+    };
+    const client = await createVerificationClient(config);
+    const verifying = client.verify(request, { timeoutMs: 60_000 });
+    await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
+    await reply(kafka.sent[0], Buffer.from([0, 0, 0, 0, 7, 1]), false);
+    expect(await settledSoon(verifying)).toEqual({ error: unavailable });
+    expect(client.stats).toMatchObject({ unreadable: 1, pending: 0 });
+    await client.close();
   });
 });
