@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { KafkaConfig, RegistryConfig } from '../config/index.ts';
-import { DecodeError, FraudlinkError, TimeoutError } from '../errors.ts';
+import { DecodeError, FraudlinkError, InvalidInputError, TimeoutError } from '../errors.ts';
 import {
   createKafkaClient,
   createSchemaRegistry,
@@ -32,6 +32,9 @@ export interface VerificationClient {
    * Rejects with TimeoutError after `timeoutMs` (default 5000). The request's `vop-deadline` falls
    * earlier, by a quarter of `timeoutMs` (at most 1 s), so that a reply the deadline causes
    * (EXPIRED, or FAILED after upstream timeouts) reaches the caller instead of the timeout.
+   * Rejects with InvalidInputError, sending nothing, when `iban` or `partyName` is not a string or
+   * `timeoutMs` is not a whole number from 1 to 2^31-1 (the longest a Node timer waits). The
+   * verifier judges the values themselves (an INVALID_REQUEST reply).
    */
   verify(
     request: { iban: string; partyName: string },
@@ -55,6 +58,33 @@ const ANSWERED_KEPT = 10_000;
  */
 function deadlineMarginMs(timeoutMs: number): number {
   return Math.min(1000, Math.round(timeoutMs / 4));
+}
+
+/** The longest delay a Node timer keeps: a longer one (or Infinity, NaN) fires after 1 ms. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** verify()'s timeout, or InvalidInputError when its arguments are not what it takes. */
+function checkedTimeoutMs(request: unknown, options: { timeoutMs?: unknown }): number {
+  const { iban, partyName } = (request ?? {}) as { iban?: unknown; partyName?: unknown };
+  if (typeof iban !== 'string' || typeof partyName !== 'string') {
+    throw new InvalidInputError(
+      'VERIFY_REQUEST',
+      `verify() takes { iban, partyName } as strings, got iban: ${typeof iban}, partyName: ${typeof partyName}`,
+    );
+  }
+  const timeoutMs = options.timeoutMs ?? 5000;
+  if (
+    typeof timeoutMs !== 'number' ||
+    !Number.isInteger(timeoutMs) ||
+    timeoutMs < 1 ||
+    timeoutMs > MAX_TIMEOUT_MS
+  ) {
+    throw new InvalidInputError(
+      'VERIFY_TIMEOUT_MS',
+      `timeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, got ${typeof timeoutMs === 'number' ? timeoutMs : typeof timeoutMs}`,
+    );
+  }
+  return timeoutMs;
 }
 
 /**
@@ -205,7 +235,7 @@ export async function createVerificationClient(
       return { ...stats, pending: pending.size };
     },
     async verify(request, options = {}) {
-      const timeoutMs = options.timeoutMs ?? 5000;
+      const timeoutMs = checkedTimeoutMs(request, options ?? {});
       const requestId = randomUUID();
       const correlation = `${clientTag}${requestId}`;
       const now = Date.now();

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { DecodeError, KafkaError, SchemaRegistryError } from '../../src/errors.ts';
+import { DecodeError, InvalidInputError, KafkaError, SchemaRegistryError } from '../../src/errors.ts';
 import type { GroupConsumerOptions, IncomingRecord, OutgoingRecord } from '../../src/kafka/index.ts';
 import { createVerificationClient } from '../../src/verifier/client.ts';
 
@@ -154,6 +154,54 @@ describe('createVerificationClient', () => {
     await reply(kafka.sent[0], Buffer.from([0, 0, 0, 0, 7, 1]), false);
     expect(await settledSoon(verifying)).toEqual({ error: unavailable });
     expect(client.stats).toMatchObject({ unreadable: 1, pending: 0 });
+    await client.close();
+  });
+
+  it('refuses a timeoutMs that setTimeout cannot keep (0, negative, fractional, NaN, Infinity, past 2^31-1) before sending anything', async () => {
+    kafka.startFailure = undefined;
+    kafka.sent = [];
+    const client = await createVerificationClient({ ...config, format: 'json' });
+    for (const timeoutMs of [
+      0,
+      -1,
+      1.5,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      2 ** 31,
+      '100' as unknown as number,
+    ]) {
+      const refused = client.verify(request, { timeoutMs });
+      await expect(refused, String(timeoutMs)).rejects.toBeInstanceOf(InvalidInputError);
+      await expect(refused).rejects.toMatchObject({ rule: 'VERIFY_TIMEOUT_MS' });
+      await expect(refused).rejects.toThrow(
+        /timeoutMs must be a whole number of milliseconds from 1 to 2147483647/,
+      );
+    }
+    expect(kafka.sent).toEqual([]);
+    expect(client.stats.pending).toBe(0);
+    await client.close();
+  });
+
+  it('refuses an iban or partyName that is not a string before sending anything', async () => {
+    kafka.startFailure = undefined;
+    kafka.sent = [];
+    const client = await createVerificationClient(config);
+    const bad = [
+      { iban: 123, partyName: 'Anna' },
+      { iban: 'DE89370400440532013000', partyName: null },
+      { iban: 'DE89370400440532013000' },
+    ] as unknown as { iban: string; partyName: string }[];
+    for (const each of bad) {
+      const refused = client.verify(each);
+      await expect(refused).rejects.toBeInstanceOf(InvalidInputError);
+      await expect(refused).rejects.toMatchObject({ rule: 'VERIFY_REQUEST' });
+    }
+    await expect(client.verify(null as unknown as { iban: string; partyName: string })).rejects.toMatchObject(
+      {
+        rule: 'VERIFY_REQUEST',
+      },
+    );
+    expect(kafka.sent).toEqual([]);
     await client.close();
   });
 });
