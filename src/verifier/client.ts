@@ -32,6 +32,8 @@ export interface VerificationClient {
    * Rejects with TimeoutError after `timeoutMs` (default 5000). The request's `vop-deadline` falls
    * earlier, by a quarter of `timeoutMs` (at most 1 s), so that a reply the deadline causes
    * (EXPIRED, or FAILED after upstream timeouts) reaches the caller instead of the timeout.
+   * Rejects with the reply consumer's KafkaError, sending nothing, once that consumer has stopped
+   * for good (a crash kafkajs does not restart from); requests then waiting reject with it too.
    * Rejects with InvalidInputError, sending nothing, when `iban` or `partyName` is not a string or
    * `timeoutMs` is not a whole number from 1 to 2^31-1 (the longest a Node timer waits). The
    * verifier judges the values themselves (an INVALID_REQUEST reply).
@@ -131,6 +133,8 @@ export async function createVerificationClient(
   const kafka = createKafkaClient({ config: config.kafka, logger });
   const registry = createSchemaRegistry(config.registry);
   const pending = new Map<string, Pending>();
+  // Set once the reply consumer has stopped for good: every verify() then rejects with it.
+  let failure: Error | undefined;
   // Answered correlation ids tell a duplicate reply from a late one. Two generations of at most
   // ANSWERED_KEPT each keep the memory of a long-lived client bounded.
   let answered = new Set<string>();
@@ -159,6 +163,21 @@ export async function createVerificationClient(
     // A rejoin (broker restart, coordinator move) must not skip the replies written meanwhile.
     resumeOnRejoin: true,
     maxWaitMs: 100,
+    onCrash(err, restarting) {
+      // Restarting, kafkajs rejoins and reads every partition on from its position (resumeOnRejoin).
+      if (restarting) {
+        logger.warn({ err }, 'reply consumer crashed; it restarts');
+        return;
+      }
+      // Gone for good: no reply can arrive any more, so nothing waits for one or sends for one.
+      logger.error({ err }, 'reply consumer stopped for good; verify() fails from now on');
+      failure = err;
+      for (const [id, p] of pending) {
+        clearTimeout(p.timer);
+        p.reject(err);
+        pending.delete(id);
+      }
+    },
     eachBatch: async (batch) => {
       for (const record of batch.records) {
         const correlation = record.headers.kafka_correlationId?.toString('utf8');
@@ -236,6 +255,7 @@ export async function createVerificationClient(
     },
     async verify(request, options = {}) {
       const timeoutMs = checkedTimeoutMs(request, options ?? {});
+      if (failure) throw failure;
       const requestId = randomUUID();
       const correlation = `${clientTag}${requestId}`;
       const now = Date.now();

@@ -1,8 +1,17 @@
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { createRequire } from 'node:module';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { GroupMembership, IncomingRecord } from '../../src/kafka/index.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 import { testClients, testTopics } from '../helpers/kafka.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';
+
+const require = createRequire(import.meta.url);
+const ConsumerGroup = require('kafkajs/src/consumer/consumerGroup.js') as {
+  prototype: { fetch(nodeId: number): Promise<unknown[]> };
+};
+const { KafkaJSNoBrokerAvailableError } = require('kafkajs/src/errors.js') as {
+  KafkaJSNoBrokerAvailableError: new () => Error;
+};
 
 interface GroupCluster {
   connect(): Promise<void>;
@@ -230,6 +239,54 @@ describe('group consumer on a real broker', () => {
     one.resume([{ topic }]);
     await send('after', [away]);
     await expect.poll(() => values(away), { timeout: 15_000 }).toEqual(['early', 'during', 'after']);
+  });
+
+  it('with resumeOnRejoin, reads every partition on from where it was after kafkajs restarts the member from a crash', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['consumer-restart'], 2);
+    const seen: IncomingRecord[] = [];
+    const crashes: boolean[] = [];
+    const joins: number[][] = [];
+    const rejoined = Promise.withResolvers<void>();
+    const one = kafka.groupConsumer({
+      groupId: uniqueName('g'),
+      topics: [topic],
+      fromBeginning: false,
+      resumeOnRejoin: true,
+      onCrash: (_, restarting) => crashes.push(restarting),
+      onAssignment(assigned) {
+        if (joins.push(assigned.flatMap((a) => a.partitions).sort()) === 2) rejoined.resolve();
+      },
+      eachBatch: async (batch) => {
+        seen.push(...batch.records);
+      },
+    });
+    onTestFinished(() => one.close());
+    await one.start();
+    const producer = await kafka.producer();
+    onTestFinished(() => producer.close());
+    const send = (value: string, partitions: number[]) =>
+      producer.send(
+        partitions.map((partition) => ({ topic, partition, key: null, value: Buffer.from(value) })),
+      );
+    const values = (partition: number) =>
+      seen.filter((r) => r.partition === partition).map((r) => r.value?.toString());
+    await send('before', [0]);
+    await expect.poll(() => values(0), { timeout: 15_000 }).toEqual(['before']);
+    one.pause([{ topic }]);
+    await send('during', [0, 1]);
+    // A failure kafkajs gives up on at once and restarts from: a new ConsumerGroup joins anew.
+    const fetch = vi
+      .spyOn(ConsumerGroup.prototype, 'fetch')
+      .mockRejectedValueOnce(new KafkaJSNoBrokerAvailableError());
+    onTestFinished(() => fetch.mockRestore());
+    await rejoined.promise;
+    expect(crashes).toEqual([true]);
+    expect(joins[1]).toEqual([0, 1]);
+    one.resume([{ topic }]);
+    await send('after', [0, 1]);
+    await expect.poll(() => values(0), { timeout: 15_000 }).toEqual(['before', 'during', 'after']);
+    await expect.poll(() => values(1), { timeout: 15_000 }).toEqual(['during', 'after']);
   });
 
   it('awaits beforeJoin before each join: a rebalance waits for a member still finishing its work', async () => {

@@ -204,4 +204,34 @@ describe('createVerificationClient', () => {
     expect(kafka.sent).toEqual([]);
     await client.close();
   });
+
+  it('fails waiting and later verify() calls with the error of a reply consumer that stopped for good', async () => {
+    kafka.startFailure = undefined;
+    kafka.sent = [];
+    const client = await createVerificationClient({ ...config, format: 'json' });
+    const verifying = client.verify(request, { timeoutMs: 60_000 });
+    await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
+    const crash = new KafkaError('consumer fraudlink-requester-x crashed: The group is rebalancing');
+    kafka.consumer?.onCrash?.(crash, false);
+    expect(await settledSoon(verifying)).toEqual({ error: crash });
+    expect(client.stats.pending).toBe(0);
+    // No request goes out that no reply could ever answer.
+    await expect(client.verify(request)).rejects.toBe(crash);
+    expect(kafka.sent).toHaveLength(1);
+    await client.close();
+  });
+
+  it('goes on waiting through a crash its reply consumer restarts from', async () => {
+    kafka.startFailure = undefined;
+    kafka.sent = [];
+    const client = await createVerificationClient({ ...config, format: 'json' });
+    const verifying = client.verify(request, { timeoutMs: 60_000 });
+    await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
+    kafka.consumer?.onCrash?.(new KafkaError('consumer crashed: Connection closed'), true);
+    expect(await settledSoon(verifying)).toBe('pending');
+    const answer = { requestId: 'r', outcome: 'EXPIRED' };
+    await reply(kafka.sent[0], Buffer.from(JSON.stringify(answer)), true);
+    expect(await settledSoon(verifying)).toEqual({ value: answer });
+    await client.close();
+  });
 });
