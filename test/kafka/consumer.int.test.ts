@@ -1,17 +1,83 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
-import type { GroupMembership, IncomingRecord } from '../../src/kafka/index.ts';
+import type { GroupMembership, IncomingRecord, KafkaClient } from '../../src/kafka/index.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 import { testClients, testTopics } from '../helpers/kafka.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';
 
 const require = createRequire(import.meta.url);
 const ConsumerGroup = require('kafkajs/src/consumer/consumerGroup.js') as {
-  prototype: { fetch(nodeId: number): Promise<unknown[]> };
+  prototype: { fetch(nodeId: number): Promise<unknown[]>; seekOffsets(partitions: unknown): Promise<void> };
 };
 const { KafkaJSNoBrokerAvailableError } = require('kafkajs/src/errors.js') as {
   KafkaJSNoBrokerAvailableError: new () => Error;
 };
+
+/** `send(value, partitions)` writes one record to each of `topic`'s `partitions`; `values(p)` are those `seen` from p. */
+async function probe(kafka: KafkaClient, topic: string, seen: IncomingRecord[]) {
+  const producer = await kafka.producer();
+  onTestFinished(() => producer.close());
+  return {
+    send: (value: string, partitions: number[]) =>
+      producer.send(
+        partitions.map((partition) => ({ topic, partition, key: null, value: Buffer.from(value) })),
+      ),
+    values: (partition: number) =>
+      seen.filter((r) => r.partition === partition).map((r) => r.value?.toString()),
+  };
+}
+
+interface Join {
+  partitions: number[];
+  membership: GroupMembership | undefined;
+}
+
+/**
+ * A resumeOnRejoin member, alone in a new group, reading a new 2-partition topic from the latest
+ * offset: partition 0 delivers 'before'; paused, it is sent 'during' on both partitions; `rejoin`
+ * makes it join again; resumed, it is sent 'after' on both. Each partition must then have delivered
+ * everything sent to it, none skipped by the rejoin.
+ */
+async function readsOnAcrossRejoin(
+  name: string,
+  rejoin: (group: { groupId: string; joins: Join[] }) => Promise<void>,
+): Promise<{ joins: Join[]; crashes: boolean[] }> {
+  const { kafka } = testClients();
+  const [topic = ''] = await testTopics(kafka, [name], 2);
+  const groupId = uniqueName('g');
+  const seen: IncomingRecord[] = [];
+  const joins: Join[] = [];
+  const crashes: boolean[] = [];
+  const rejoined = Promise.withResolvers<void>();
+  const one = kafka.groupConsumer({
+    groupId,
+    topics: [topic],
+    fromBeginning: false,
+    resumeOnRejoin: true,
+    onCrash: (_, restarting) => crashes.push(restarting),
+    onAssignment(assigned, membership) {
+      joins.push({ partitions: assigned.flatMap((a) => a.partitions).sort(), membership });
+      if (joins.length === 2) rejoined.resolve();
+    },
+    eachBatch: async (batch) => {
+      seen.push(...batch.records);
+    },
+  });
+  onTestFinished(() => one.close());
+  await one.start();
+  const { send, values } = await probe(kafka, topic, seen);
+  await send('before', [0]);
+  await expect.poll(() => values(0), { timeout: 15_000 }).toEqual(['before']);
+  one.pause([{ topic }]);
+  await send('during', [0, 1]);
+  await rejoin({ groupId, joins });
+  await rejoined.promise;
+  one.resume([{ topic }]);
+  await send('after', [0, 1]);
+  await expect.poll(() => values(0), { timeout: 15_000 }).toEqual(['before', 'during', 'after']);
+  await expect.poll(() => values(1), { timeout: 15_000 }).toEqual(['during', 'after']);
+  return { joins, crashes };
+}
 
 interface GroupCluster {
   connect(): Promise<void>;
@@ -139,49 +205,12 @@ describe('group consumer on a real broker', () => {
   });
 
   it('with resumeOnRejoin, after a rejoin reads a partition that had delivered nothing from where it started, not from the latest offset', async () => {
-    const { kafka } = testClients();
-    const [topic = ''] = await testTopics(kafka, ['consumer-rejoin-unread'], 2);
-    const groupId = uniqueName('g');
-    const seen: IncomingRecord[] = [];
-    const joins: { partitions: number[]; membership: GroupMembership | undefined }[] = [];
-    const rejoined = Promise.withResolvers<void>();
-    const one = kafka.groupConsumer({
-      groupId,
-      topics: [topic],
-      fromBeginning: false,
-      resumeOnRejoin: true,
-      onAssignment(assigned, membership) {
-        joins.push({ partitions: assigned.flatMap((a) => a.partitions), membership });
-        if (joins.length === 2) rejoined.resolve();
-      },
-      eachBatch: async (batch) => {
-        seen.push(...batch.records);
-      },
-    });
-    onTestFinished(() => one.close());
-    await one.start();
-    const producer = await kafka.producer();
-    onTestFinished(() => producer.close());
-    const send = (value: string, partitions: number[]) =>
-      producer.send(
-        partitions.map((partition) => ({ topic, partition, key: null, value: Buffer.from(value) })),
-      );
-    const values = (partition: number) =>
-      seen.filter((r) => r.partition === partition).map((r) => r.value?.toString());
-    // Partition 0 delivers a record before the rejoin; partition 1 none.
-    await send('before', [0]);
-    await expect.poll(() => values(0), { timeout: 15_000 }).toEqual(['before']);
-    one.pause([{ topic }]);
-    await send('during', [0, 1]);
-    await removeMember(groupId, joins[0]?.membership?.memberId ?? '');
-    await rejoined.promise;
-    expect(joins[1]?.partitions.sort()).toEqual([0, 1]);
-    one.resume([{ topic }]);
-    await send('after', [0, 1]);
     // Before the fix, partition 1 started again from the offset latest at the first fetch after the
     // rejoin: 'during' was skipped, and 'after' too when written before that fetch.
-    await expect.poll(() => values(0), { timeout: 15_000 }).toEqual(['before', 'during', 'after']);
-    await expect.poll(() => values(1), { timeout: 15_000 }).toEqual(['during', 'after']);
+    const { joins } = await readsOnAcrossRejoin('consumer-rejoin-unread', ({ groupId, joins }) =>
+      removeMember(groupId, joins[0]?.membership?.memberId ?? ''),
+    );
+    expect(joins[1]?.partitions).toEqual([0, 1]);
   });
 
   it('with resumeOnRejoin, a partition assigned anew at a rejoin starts at the group offset, and a later rejoin does not skip it', async () => {
@@ -206,14 +235,7 @@ describe('group consumer on a real broker', () => {
     });
     onTestFinished(() => one.close());
     await one.start();
-    const producer = await kafka.producer();
-    onTestFinished(() => producer.close());
-    const send = (value: string, partitions: number[]) =>
-      producer.send(
-        partitions.map((partition) => ({ topic, partition, key: null, value: Buffer.from(value) })),
-      );
-    const values = (partition: number) =>
-      seen.filter((r) => r.partition === partition).map((r) => r.value?.toString());
+    const { send, values } = await probe(kafka, topic, seen);
     await send('early', [0, 1]);
     await expect.poll(() => seen.length, { timeout: 15_000 }).toBe(2);
     // A second member takes one partition over for a while, then leaves: the first gets it back anew.
@@ -226,12 +248,24 @@ describe('group consumer on a real broker', () => {
     await Promise.all([joined[1]?.promise, two.start()]);
     const away = [0, 1].find((p) => !joins[1]?.partitions.includes(p)) ?? -1;
     await send('while away', [away]);
+    // Resolved once a fetch after the third join has resolved the start offsets (hook 13 records them).
+    const resolving = ConsumerGroup.prototype.seekOffsets;
+    const resolved = Promise.withResolvers<void>();
+    const startsResolved = resolved.promise;
+    const seek = vi.spyOn(ConsumerGroup.prototype, 'seekOffsets').mockImplementation(async function (
+      this: unknown,
+      partitions: unknown,
+    ) {
+      await resolving.call(this, partitions);
+      if (joins.length === 3) resolved.resolve();
+    });
+    onTestFinished(() => seek.mockRestore());
     await two.close();
     await joined[2]?.promise;
     expect(joins[2]?.partitions).toEqual([0, 1]);
-    // Time for the first fetch after that join, which resolves the partition's start (the latest
-    // offset: this group commits nothing); the partition delivers no record before the next rejoin.
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // The first fetch after that join resolves the partition's start (the latest offset: this group
+    // commits nothing); the partition delivers no record before the next rejoin.
+    await startsResolved;
     one.pause([{ topic }]);
     await send('during', [away]);
     await removeMember(groupId, joins[2]?.membership?.memberId ?? '');
@@ -242,51 +276,15 @@ describe('group consumer on a real broker', () => {
   });
 
   it('with resumeOnRejoin, reads every partition on from where it was after kafkajs restarts the member from a crash', async () => {
-    const { kafka } = testClients();
-    const [topic = ''] = await testTopics(kafka, ['consumer-restart'], 2);
-    const seen: IncomingRecord[] = [];
-    const crashes: boolean[] = [];
-    const joins: number[][] = [];
-    const rejoined = Promise.withResolvers<void>();
-    const one = kafka.groupConsumer({
-      groupId: uniqueName('g'),
-      topics: [topic],
-      fromBeginning: false,
-      resumeOnRejoin: true,
-      onCrash: (_, restarting) => crashes.push(restarting),
-      onAssignment(assigned) {
-        if (joins.push(assigned.flatMap((a) => a.partitions).sort()) === 2) rejoined.resolve();
-      },
-      eachBatch: async (batch) => {
-        seen.push(...batch.records);
-      },
+    const { joins, crashes } = await readsOnAcrossRejoin('consumer-restart', async () => {
+      // A failure kafkajs gives up on at once and restarts from: a new ConsumerGroup joins anew.
+      const fetch = vi
+        .spyOn(ConsumerGroup.prototype, 'fetch')
+        .mockRejectedValueOnce(new KafkaJSNoBrokerAvailableError());
+      onTestFinished(() => fetch.mockRestore());
     });
-    onTestFinished(() => one.close());
-    await one.start();
-    const producer = await kafka.producer();
-    onTestFinished(() => producer.close());
-    const send = (value: string, partitions: number[]) =>
-      producer.send(
-        partitions.map((partition) => ({ topic, partition, key: null, value: Buffer.from(value) })),
-      );
-    const values = (partition: number) =>
-      seen.filter((r) => r.partition === partition).map((r) => r.value?.toString());
-    await send('before', [0]);
-    await expect.poll(() => values(0), { timeout: 15_000 }).toEqual(['before']);
-    one.pause([{ topic }]);
-    await send('during', [0, 1]);
-    // A failure kafkajs gives up on at once and restarts from: a new ConsumerGroup joins anew.
-    const fetch = vi
-      .spyOn(ConsumerGroup.prototype, 'fetch')
-      .mockRejectedValueOnce(new KafkaJSNoBrokerAvailableError());
-    onTestFinished(() => fetch.mockRestore());
-    await rejoined.promise;
     expect(crashes).toEqual([true]);
-    expect(joins[1]).toEqual([0, 1]);
-    one.resume([{ topic }]);
-    await send('after', [0, 1]);
-    await expect.poll(() => values(0), { timeout: 15_000 }).toEqual(['before', 'during', 'after']);
-    await expect.poll(() => values(1), { timeout: 15_000 }).toEqual(['during', 'after']);
+    expect(joins[1]?.partitions).toEqual([0, 1]);
   });
 
   it('awaits beforeJoin before each join: a rebalance waits for a member still finishing its work', async () => {

@@ -88,6 +88,21 @@ const config = {
   registry: { url: 'http://localhost:8081' },
 } as Parameters<typeof createVerificationClient>[0];
 
+/** The fake Kafka as a new test finds it: starts fine, nothing sent. */
+function resetKafka(): void {
+  kafka.startFailure = undefined;
+  kafka.sent = [];
+}
+
+/** A JSON client on a fresh fake Kafka, with one verify() sent and waiting for its reply. */
+async function oneRequestSent() {
+  resetKafka();
+  const client = await createVerificationClient({ ...config, format: 'json' });
+  const verifying = client.verify(request, { timeoutMs: 60_000 });
+  await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
+  return { client, verifying };
+}
+
 describe('createVerificationClient', () => {
   it('closes its reply consumer when the consumer fails to start, so that the process of its caller can exit', async () => {
     kafka.startFailure = new KafkaError('start consumer: This server does not host this topic-partition');
@@ -97,8 +112,7 @@ describe('createVerificationClient', () => {
   });
 
   it('sends a vop-deadline a quarter of the timeout (at most 1 s) before the timeout', async () => {
-    kafka.startFailure = undefined;
-    kafka.sent = [];
+    resetKafka();
     const client = await createVerificationClient({ ...config, format: 'json' });
     const calls = [200, 5000, 20_000].map((timeoutMs) =>
       client.verify({ iban: 'DE89370400440532013000', partyName: 'Anna' }, { timeoutMs }),
@@ -115,11 +129,7 @@ describe('createVerificationClient', () => {
   });
 
   it('rejects the waiting verify() at once with a DecodeError when its reply is not valid JSON, and counts it', async () => {
-    kafka.startFailure = undefined;
-    kafka.sent = [];
-    const client = await createVerificationClient({ ...config, format: 'json' });
-    const verifying = client.verify(request, { timeoutMs: 60_000 });
-    await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
+    const { client, verifying } = await oneRequestSent();
     await reply(kafka.sent[0], Buffer.from('{"requestId": "r", "outc'), true);
     const settled = await settledSoon(verifying);
     expect(settled).toEqual({ error: expect.any(DecodeError) });
@@ -129,19 +139,14 @@ describe('createVerificationClient', () => {
   });
 
   it('rejects the waiting verify() with a DecodeError when its JSON reply is not a VerificationResult', async () => {
-    kafka.startFailure = undefined;
-    kafka.sent = [];
-    const client = await createVerificationClient({ ...config, format: 'json' });
-    const verifying = client.verify(request, { timeoutMs: 60_000 });
-    await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
+    const { client, verifying } = await oneRequestSent();
     await reply(kafka.sent[0], Buffer.from('null'), true);
     expect(await settledSoon(verifying)).toEqual({ error: expect.any(DecodeError) });
     await client.close();
   });
 
   it("rejects the waiting verify() at once with the registry's error when its Avro reply cannot be decoded", async () => {
-    kafka.startFailure = undefined;
-    kafka.sent = [];
+    resetKafka();
     const unavailable = new SchemaRegistryError('reading schema id 7 failed: connect ECONNREFUSED', {
       retriable: true,
     });
@@ -158,8 +163,7 @@ describe('createVerificationClient', () => {
   });
 
   it('refuses a timeoutMs that setTimeout cannot keep (0, negative, fractional, NaN, Infinity, past 2^31-1) before sending anything', async () => {
-    kafka.startFailure = undefined;
-    kafka.sent = [];
+    resetKafka();
     const client = await createVerificationClient({ ...config, format: 'json' });
     for (const timeoutMs of [
       0,
@@ -183,8 +187,7 @@ describe('createVerificationClient', () => {
   });
 
   it('refuses an iban or partyName that is not a string before sending anything', async () => {
-    kafka.startFailure = undefined;
-    kafka.sent = [];
+    resetKafka();
     const client = await createVerificationClient(config);
     const bad = [
       { iban: 123, partyName: 'Anna' },
@@ -206,11 +209,7 @@ describe('createVerificationClient', () => {
   });
 
   it('fails waiting and later verify() calls with the error of a reply consumer that stopped for good', async () => {
-    kafka.startFailure = undefined;
-    kafka.sent = [];
-    const client = await createVerificationClient({ ...config, format: 'json' });
-    const verifying = client.verify(request, { timeoutMs: 60_000 });
-    await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
+    const { client, verifying } = await oneRequestSent();
     const crash = new KafkaError('consumer fraudlink-requester-x crashed: The group is rebalancing');
     kafka.consumer?.onCrash?.(crash, false);
     expect(await settledSoon(verifying)).toEqual({ error: crash });
@@ -222,11 +221,7 @@ describe('createVerificationClient', () => {
   });
 
   it('goes on waiting through a crash its reply consumer restarts from', async () => {
-    kafka.startFailure = undefined;
-    kafka.sent = [];
-    const client = await createVerificationClient({ ...config, format: 'json' });
-    const verifying = client.verify(request, { timeoutMs: 60_000 });
-    await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
+    const { client, verifying } = await oneRequestSent();
     kafka.consumer?.onCrash?.(new KafkaError('consumer crashed: Connection closed'), true);
     expect(await settledSoon(verifying)).toBe('pending');
     const answer = { requestId: 'r', outcome: 'EXPIRED' };
