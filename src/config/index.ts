@@ -1,5 +1,14 @@
 import { ConfigError } from '../errors.ts';
-import { alertsEnv, apiEnv, commonEnv, connectorEnv, kafkaEnv, verifierEnv, z } from './schema.ts';
+import {
+  alertsEnv,
+  apiEnv,
+  commonEnv,
+  connectorEnv,
+  DEFAULT_DEADLINE_MS,
+  kafkaEnv,
+  verifierEnv,
+  z,
+} from './schema.ts';
 import { tlsProblems } from './tls.ts';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -188,7 +197,9 @@ function crossCheck(env: Env): Problem[] {
     });
   }
   const maxDeadline = Number(env.VERIFY_MAX_DEADLINE_MS);
-  const defaultDeadline = set('VERIFY_DEFAULT_DEADLINE_MS') ? Number(env.VERIFY_DEFAULT_DEADLINE_MS) : 5000;
+  const defaultDeadline = set('VERIFY_DEFAULT_DEADLINE_MS')
+    ? Number(env.VERIFY_DEFAULT_DEADLINE_MS)
+    : DEFAULT_DEADLINE_MS;
   if (set('VERIFY_MAX_DEADLINE_MS') && maxDeadline < defaultDeadline) {
     problems.push({
       variable: 'VERIFY_MAX_DEADLINE_MS',

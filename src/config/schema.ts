@@ -120,12 +120,15 @@ export const connectorEnv = {
   CONNECTOR_TX_MAX_MS: int(1, 600_000).default(1000),
 };
 
+/** VERIFY_DEFAULT_DEADLINE_MS when unset: the EPC scheme's budget (SPEC §5). */
+export const DEFAULT_DEADLINE_MS = 5000;
+
 export const verifierEnv = {
   VERIFY_REQUESTS_TOPIC: topic.default('vop.verification.requests.v1'),
   VERIFY_REPLIES_TOPIC: topic.default('vop.verification.replies.v1'),
   VERIFY_DLQ_TOPIC: topic.default('vop.verification.requests.dlq.v1'),
   VERIFY_GROUP_ID: text.default('fraudlink-verifier'),
-  VERIFY_DEFAULT_DEADLINE_MS: int(1, 3_600_000).default(5000),
+  VERIFY_DEFAULT_DEADLINE_MS: int(1, 3_600_000).default(DEFAULT_DEADLINE_MS),
   /** Unset: 15 s, or VERIFY_DEFAULT_DEADLINE_MS when that is longer (config/index.ts). */
   VERIFY_MAX_DEADLINE_MS: int(1, 3_600_000).optional(),
   VERIFY_CONCURRENCY: int(1, 10_000).default(64),

@@ -17,19 +17,25 @@ export function wrapAdmin(admin: Admin): KafkaAdmin {
     }
   };
 
+  /** The topic's partition count from metadata; null when the cluster has no such topic. */
+  const partitionsOf = async (topic: string): Promise<number | null> => {
+    try {
+      const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+      return topics.find((t) => t.name === topic)?.partitions.length ?? null;
+    } catch (err) {
+      if ((err as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION') return null;
+      throw toKafkaError(err, `fetch metadata of ${topic}`);
+    }
+  };
+
   /**
    * Fails at once, not retriable, when the cluster has no such topic. kafkajs's fetchTopicOffsets
    * retries UNKNOWN_TOPIC_OR_PARTITION for ~20 s and then reports it as retriable, which the retry
    * in topicOffsets would run ten times more: minutes for a typo. Metadata answers in one round trip.
    */
   const mustExist = async (topic: string): Promise<void> => {
-    try {
-      await admin.fetchTopicMetadata({ topics: [topic] });
-    } catch (err) {
-      if ((err as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION') {
-        throw new KafkaError(`topic ${topic} does not exist`, { retriable: false, cause: err });
-      }
-      throw toKafkaError(err, `fetch metadata of ${topic}`);
+    if ((await partitionsOf(topic)) === null) {
+      throw new KafkaError(`topic ${topic} does not exist`, { retriable: false });
     }
   };
 
@@ -133,18 +139,12 @@ export function wrapAdmin(admin: Admin): KafkaAdmin {
     },
 
     async partitionCount(topic) {
-      return retry(
-        async () => {
-          try {
-            const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
-            return topics.find((t) => t.name === topic)?.partitions.length ?? 0;
-          } catch (err) {
-            if ((err as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION') return 0;
-            throw toKafkaError(err, `fetch metadata of ${topic}`);
-          }
-        },
-        { retries: 5, initialDelayMs: 50, maxDelayMs: 1000 },
-      );
+      const partitions = await retry(() => partitionsOf(topic), {
+        retries: 5,
+        initialDelayMs: 50,
+        maxDelayMs: 1000,
+      });
+      return partitions ?? 0;
     },
 
     async groupOffsets(groupId, topic) {

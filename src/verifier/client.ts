@@ -65,8 +65,8 @@ function deadlineMarginMs(timeoutMs: number): number {
 /** The longest delay a Node timer keeps: a longer one (or Infinity, NaN) fires after 1 ms. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
-/** verify()'s timeout, or InvalidInputError when its arguments are not what it takes. */
-function checkedTimeoutMs(request: unknown, options: { timeoutMs?: unknown }): number {
+/** verify()'s arguments checked: its timeout, or InvalidInputError when they are not what it takes. */
+function checkedArguments(request: unknown, options: { timeoutMs?: unknown }): number {
   const { iban, partyName } = (request ?? {}) as { iban?: unknown; partyName?: unknown };
   if (typeof iban !== 'string' || typeof partyName !== 'string') {
     throw new InvalidInputError(
@@ -254,7 +254,7 @@ export async function createVerificationClient(
       return { ...stats, pending: pending.size };
     },
     async verify(request, options = {}) {
-      const timeoutMs = checkedTimeoutMs(request, options ?? {});
+      const timeoutMs = checkedArguments(request, options ?? {});
       if (failure) throw failure;
       const requestId = randomUUID();
       const correlation = `${clientTag}${requestId}`;
