@@ -91,7 +91,8 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
   /** Applies a tombstone or an alert event (other schemas were refused when decoded). */
   const apply = (record: IncomingRecord, decoded: Decoded | null): void | Promise<void> => {
     const iban = record.key?.toString('utf8') ?? '';
-    result.uncertain.delete(iban);
+    // Almost always empty (only skipped records fill it): checked first, as this runs per record.
+    if (result.uncertain.size > 0) result.uncertain.delete(iban);
     let type: AlertChange['type'];
     let alert: AlertState | null = null;
     if (decoded === null) {
