@@ -14,7 +14,7 @@ import {
 import { type Logger, silentLogger } from '../logger.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
 import { asVerificationResult, fromJson, type VerificationResult } from './reply.ts';
-import type { VerificationRequest } from './request.ts';
+import { formatOf, type VerificationRequest } from './request.ts';
 
 export interface VerificationClientConfig {
   kafka: KafkaConfig;
@@ -100,10 +100,10 @@ async function readReply(
   registry: SchemaRegistryClient,
 ): Promise<{ result: VerificationResult } | { failure: FraudlinkError }> {
   try {
-    const json = record.headers['content-type']?.toString().startsWith('application/json');
-    const result = json
-      ? fromJson(record.value, what)
-      : asVerificationResult((await registry.decode(record.value)).value, what);
+    const result =
+      formatOf(record.headers) === 'json'
+        ? fromJson(record.value, what)
+        : asVerificationResult((await registry.decode(record.value)).value, what);
     return { result };
   } catch (err) {
     return {
