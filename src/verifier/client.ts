@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { KafkaConfig, RegistryConfig } from '../config/index.ts';
-import { DecodeError, FraudlinkError, InvalidInputError, TimeoutError } from '../errors.ts';
+import { AbortedError, DecodeError, FraudlinkError, InvalidInputError, TimeoutError } from '../errors.ts';
 import {
   createKafkaClient,
   createSchemaRegistry,
@@ -47,6 +47,7 @@ export interface VerificationClient {
    * (their verify() rejected with the DecodeError or SchemaRegistryError); requests awaiting a reply.
    */
   readonly stats: { late: number; duplicate: number; unreadable: number; pending: number };
+  /** Ends the waiting verify() calls, and any later one, with AbortedError; frees the consumer and producer. */
   close(): Promise<void>;
 }
 
@@ -229,6 +230,7 @@ export async function createVerificationClient(
   // way go together in the next one, so concurrency turns into batches instead of a queue.
   let queued: { record: OutgoingRecord; done: (err?: unknown) => void }[] = [];
   let sending = false;
+  let closed = false;
   const drain = async (): Promise<void> => {
     sending = true;
     while (queued.length > 0) {
@@ -256,6 +258,7 @@ export async function createVerificationClient(
     async verify(request, options = {}) {
       const timeoutMs = checkedArguments(request, options ?? {});
       if (failure) throw failure;
+      if (closed) throw new AbortedError('client closed: verify() after close()');
       const requestId = randomUUID();
       const correlation = `${clientTag}${requestId}`;
       const now = Date.now();
@@ -298,9 +301,10 @@ export async function createVerificationClient(
       return reply;
     },
     async close() {
+      closed = true;
       for (const [id, p] of pending) {
         clearTimeout(p.timer);
-        p.reject(new TimeoutError('client closed before the reply arrived'));
+        p.reject(new AbortedError('client closed before the reply arrived'));
         pending.delete(id);
       }
       await Promise.allSettled([consumer.close(), producer.close()]);

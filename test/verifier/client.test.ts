@@ -1,5 +1,11 @@
 import { describe, expect, it, vi } from 'vitest';
-import { DecodeError, InvalidInputError, KafkaError, SchemaRegistryError } from '../../src/errors.ts';
+import {
+  AbortedError,
+  DecodeError,
+  InvalidInputError,
+  KafkaError,
+  SchemaRegistryError,
+} from '../../src/errors.ts';
 import type { GroupConsumerOptions, IncomingRecord, OutgoingRecord } from '../../src/kafka/index.ts';
 import { createVerificationClient } from '../../src/verifier/client.ts';
 
@@ -218,6 +224,16 @@ describe('createVerificationClient', () => {
     await expect(client.verify(request)).rejects.toBe(crash);
     expect(kafka.sent).toHaveLength(1);
     await client.close();
+  });
+
+  it('close() rejects the waiting verify() with AbortedError, and a verify() after it sends nothing', async () => {
+    const { client, verifying } = await oneRequestSent();
+    await client.close();
+    expect(await settledSoon(verifying)).toEqual({ error: expect.any(AbortedError) });
+    await expect(verifying).rejects.toThrow(/client closed before the reply arrived/);
+    await expect(client.verify(request)).rejects.toBeInstanceOf(AbortedError);
+    expect(kafka.sent).toHaveLength(1);
+    expect(client.stats.pending).toBe(0);
   });
 
   it('goes on waiting through a crash its reply consumer restarts from', async () => {
