@@ -250,11 +250,17 @@ export function createConnector(deps: ConnectorDeps): Connector {
       }
     } finally {
       // Let the open transaction finish: it is either committed whole or aborted by the broker.
-      if (inflight) await inflight.catch(swallow);
+      let lastCommitFailure: unknown;
+      if (inflight) await inflight.catch((err: unknown) => (lastCommitFailure = err));
       sessionOpen = false;
       await session
         .close()
         .catch((err: unknown) => logger.warn({ err }, 'closing the publish session failed'));
+      // Stopping, the session ends without looking at its last commit: one that could not be ridden
+      // out (fenced by another instance) is still the outcome, and its exit code.
+      if (controller.signal.aborted && lastCommitFailure !== undefined && !isRetriable(lastCommitFailure))
+        // biome-ignore lint/correctness/noUnsafeFinally: the stop's own AbortedError is the lesser news
+        throw lastCommitFailure;
     }
   };
 
@@ -274,8 +280,9 @@ export function createConnector(deps: ConnectorDeps): Connector {
         await runSession(progressed);
         return;
       } catch (err) {
-        if (controller.signal.aborted && findError(err, 'ABORTED')) return;
-        if (controller.signal.aborted) return;
+        // A failure while stopping ends the run as a stop, unless it is one no retry would have
+        // ridden out either (fenced by another instance: exit code 4, not 0).
+        if (controller.signal.aborted && (isRetriable(err) || findError(err, 'ABORTED'))) return;
         if (!isRetriable(err)) throw err;
         attempt++;
         const delayMs = backoffDelay(Math.min(attempt, 8), defaultRetryPolicy);

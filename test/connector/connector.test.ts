@@ -14,6 +14,7 @@ import {
 import { createConnectorMetrics } from '../../src/connector/metrics.ts';
 import { localPageSource } from '../../src/connector/pages.ts';
 import {
+  FencedError,
   InvalidInputError,
   KafkaError,
   UpstreamClientError,
@@ -313,6 +314,54 @@ describe('connector loop', () => {
     await connector.start();
     expect(kafka.committed.map((b) => b.events.length)).toEqual([1, 0]);
     expect(kafka.committed[1]?.cursor).toMatchObject({ cursor: null, highWaterMark: 1000 });
+  });
+
+  describe('fenced while stopping (another instance took over)', () => {
+    /** A Kafka whose commits wait for `beforeFailing`, then fail as a fenced producer's do. */
+    function fencedAfter(beforeFailing: () => Promise<void>): FakeKafka {
+      const kafka = new FakeKafka();
+      const open = kafka.open.bind(kafka);
+      kafka.open = async () => ({
+        ...(await open()),
+        commit: async () => {
+          await beforeFailing();
+          throw new FencedError('transactional id fraudlink-test was taken over (PRODUCER_FENCED)');
+        },
+      });
+      return kafka;
+    }
+
+    it('ends with the FencedError when the commit it waits for when caught up is fenced', async () => {
+      const feed = new FakeFeed(10);
+      feed.add('a1', 1000);
+      // Caught up after one page, it waits for that page's commit; the stop comes meanwhile.
+      const connector = connectorFor(
+        feed,
+        fencedAfter(async () => {
+          void connector.stop();
+        }),
+      );
+      await expect(connector.start()).rejects.toBeInstanceOf(FencedError);
+    });
+
+    it('ends with the FencedError when the commit still running as the next page is awaited is fenced', async () => {
+      const feed = new FakeFeed(1);
+      feed.add('a1', 1000);
+      feed.add('a2', 1001);
+      const stopped = Promise.withResolvers<void>();
+      const connector = connectorFor(
+        feed,
+        fencedAfter(() => stopped.promise),
+        { txMaxRows: 1 },
+      );
+      // The second page is asked for while the first one's commit runs; the stop comes meanwhile.
+      feed.onRequest = (n) => {
+        if (n !== 2) return;
+        void connector.stop();
+        stopped.resolve();
+      };
+      await expect(connector.start()).rejects.toBeInstanceOf(FencedError);
+    });
   });
 
   it('stops with the upstream error when the credentials are refused', async () => {
