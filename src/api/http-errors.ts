@@ -28,6 +28,9 @@ const statusTable: Readonly<Record<string, UpstreamErrorClass>> = {
   '401': UpstreamUnauthorizedError,
   '403': UpstreamUnauthorizedError,
   '404': UpstreamNotFoundError,
+  // Request Timeout, from the service or a proxy in front of it that gave up waiting: retried as a
+  // timeout (RFC 9110 §15.5.9: the client may repeat the request), not a refusal of the request.
+  '408': UpstreamTimeoutError,
   '429': UpstreamRateLimitedError,
   '4xx': UpstreamClientError,
   '5xx': UpstreamUnavailableError,

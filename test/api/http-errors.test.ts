@@ -22,6 +22,8 @@ describe('the status table', () => {
     [401, UpstreamUnauthorizedError, false],
     [403, UpstreamUnauthorizedError, false],
     [404, UpstreamNotFoundError, false],
+    // A load balancer or proxy that gave up waiting for the request: a timeout like any other.
+    [408, UpstreamTimeoutError, true],
     [409, UpstreamClientError, false],
     [422, UpstreamClientError, false],
     [429, UpstreamRateLimitedError, true],
