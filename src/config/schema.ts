@@ -30,6 +30,13 @@ const httpUrl = text.refine((v) => {
     return false;
   }
 }, 'must be an http(s) URL');
+/** The service's base URL: paths are appended to it, so a query or fragment would be dropped, and so
+ * would user:password (undici sends no credentials from a URL). */
+const baseUrl = httpUrl.refine((v) => {
+  if (!URL.canParse(v)) return true; // reported by httpUrl
+  const url = new URL(v);
+  return url.search === '' && url.hash === '' && url.username === '' && url.password === '';
+}, 'must be a base URL without a query, fragment or user:password (requests would drop them; the API key goes in API_KEY)');
 // Kafka's own rule (org.apache.kafka.common.internals.Topic): 1-249 of these characters, and not
 // "." or "..".
 const topic = text
@@ -75,7 +82,7 @@ const compression = z.enum(['none', 'gzip', 'snappy', 'lz4', 'zstd'], {
 
 /** Variables of the upstream HTTP service. */
 export const apiEnv = {
-  API_BASE_URL: httpUrl,
+  API_BASE_URL: baseUrl,
   // Sent as the x-api-key header; the interface gives keys no format, so any header-safe token.
   API_KEY: text.regex(
     /^[\x21-\x7e]+$/,
@@ -114,7 +121,10 @@ export const connectorEnv = {
     .regex(/^[a-zA-Z0-9._-]{1,200}$/, 'must be letters, digits, ".", "_" or "-"')
     .default('fraudlink-alerts'),
   EXPORT_START: isoOrEarliest.default('earliest'),
-  EXPORT_CURSOR_PARAM: text.default('cursor'),
+  // Any name a query can carry, but the export's other parameter: the cursor would overwrite it.
+  EXPORT_CURSOR_PARAM: text
+    .refine((v) => v !== 'updatedAfter', "must not be updatedAfter, the export's other parameter")
+    .default('cursor'),
   POLL_INTERVAL_MS: int(0, 86_400_000).default(5000),
   CONNECTOR_TX_MAX_ROWS: int(1, 1_000_000).default(5000),
   CONNECTOR_TX_MAX_MS: int(1, 600_000).default(1000),

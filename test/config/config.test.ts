@@ -80,6 +80,39 @@ describe('configuration', () => {
     expect(problems.find((p) => p.variable === 'API_KEY')?.message).toBe('is required');
   });
 
+  it('refuses an API_BASE_URL with a query, a fragment or credentials, which requests would drop', () => {
+    for (const url of [
+      'https://psp.example/api?tenant=acme',
+      'https://psp.example/api#v1',
+      'https://user:secret-in-url@psp.example/api',
+    ]) {
+      expect(
+        problemsOf(() => loadConnectorConfig({ ...minimal, API_BASE_URL: url })),
+        url,
+      ).toEqual([
+        {
+          variable: 'API_BASE_URL',
+          message:
+            'must be a base URL without a query, fragment or user:password (requests would drop them; the API key goes in API_KEY)',
+        },
+      ]);
+    }
+    expect(loadApiConfig({ ...minimal, API_BASE_URL: 'https://psp.example:8443/api/' }).api.baseUrl).toBe(
+      'https://psp.example:8443/api',
+    );
+  });
+
+  it('refuses EXPORT_CURSOR_PARAM=updatedAfter, which would overwrite the updatedAfter of the request', () => {
+    expect(
+      problemsOf(() => loadConnectorConfig({ ...minimal, EXPORT_CURSOR_PARAM: 'updatedAfter' })),
+    ).toEqual([
+      { variable: 'EXPORT_CURSOR_PARAM', message: "must not be updatedAfter, the export's other parameter" },
+    ]);
+    expect(problemsOf(() => loadApiConfig({ ...minimal, EXPORT_CURSOR_PARAM: 'updatedAfter' }))).toHaveLength(
+      1,
+    );
+  });
+
   it('never puts a secret value in the error', () => {
     const env = {
       ...minimal,
