@@ -2,10 +2,14 @@ import { isValidIBAN } from 'ibantools';
 
 const COMPACT_UPPER = /^[A-Z0-9]+$/;
 
-/** Removes spaces and upper-cases letters: the form used as Kafka key and in events. */
+/**
+ * Removes spaces and upper-cases the letters a-z: the form used as Kafka key and in events. Other
+ * letters stay as they are, for the check to refuse: toUpperCase() would turn some into A-Z (the long
+ * s U+017F into S, the dotless i into I) and make an IBAN of them.
+ */
 export function normalizeIban(raw: string): string {
   // Most feeds already send the compact form: skip the rewrite then (hot path).
-  return COMPACT_UPPER.test(raw) ? raw : raw.replace(/\s+/g, '').toUpperCase();
+  return COMPACT_UPPER.test(raw) ? raw : raw.replace(/\s+/g, '').replace(/[a-z]+/g, (m) => m.toUpperCase());
 }
 
 // ibantools builds a RegExp per call (~7 µs); a live feed sees the same IBANs again and again.

@@ -82,6 +82,12 @@ describe('mapRow', () => {
     ['an IBAN with a bad checksum', { ...good, iban: 'DE88370400440532013000' }, RowErrorCodes.IBAN_INVALID],
     ['an IBAN of the wrong shape', { ...good, iban: 'DE89-3704' }, RowErrorCodes.IBAN_INVALID],
     [
+      // U+017F LATIN SMALL LETTER LONG S upper-cases to an ASCII S: 'GB82WEST12345698765432' is valid.
+      'an IBAN with a letter outside A-Z that upper-cases into it',
+      { ...good, iban: 'GB82 WE\u017FT 1234 5698 7654 32' },
+      RowErrorCodes.IBAN_INVALID,
+    ],
+    [
       'an updatedAt that is not an instant',
       { ...good, updatedAt: 'yesterday' },
       RowErrorCodes.UPDATED_AT_INVALID,
