@@ -24,6 +24,7 @@ import {
   render,
   renderNotes,
   template,
+  toObjects,
 } from './helm.ts';
 
 interface Container {
@@ -270,6 +271,22 @@ describe('helm chart', { timeout: 60_000 }, () => {
     expect(service.metadata.labels).toMatchObject(selector.matchLabels);
     expect(monitor.metadata.labels).toMatchObject({ release: 'prometheus' });
     expect(minimal.objects.filter((o) => o.kind === 'ServiceMonitor')).toEqual([]);
+  });
+
+  it('keeps Service names and label values within 63 characters for the longest release name helm takes', async () => {
+    // Helm allows 53 characters; one without "fraudlink" in it is prefixed to the chart's name.
+    const release = 'payments-eu-west-1-production-alerts-bridge-blue01x';
+    const { code, stdout, stderr } = await template(ciValues('full'), release);
+    expect(code, stderr).toBe(0);
+    const objects = await toObjects(stdout);
+    const services = objects.filter((o) => o.kind === 'Service');
+    expect(services.map((o) => o.metadata.name)).toEqual([expect.stringMatching(/-metrics$/)]);
+    for (const o of services) expect(o.metadata.name.length, o.metadata.name).toBeLessThanOrEqual(63);
+    for (const o of objects) {
+      for (const value of Object.values(o.metadata.labels ?? {}))
+        expect(value.length, `${o.kind} ${o.metadata.name}: ${value}`).toBeLessThanOrEqual(63);
+    }
+    expect(await renderNotes(ciValues('full'), release)).toContain(`svc/${services[0]?.metadata.name} `);
   });
 
   it('prints install notes naming the release objects, and warns of verifiers beyond the partitions', async () => {

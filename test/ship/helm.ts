@@ -135,7 +135,7 @@ export const ciValues = (name: 'lint' | 'full'): ValueArgs => [
  * NOTES.txt as `helm install` would print it. `helm template` skips NOTES and `install --dry-run`
  * needs a cluster, so a copy of the chart renders the same text inside a ConfigMap.
  */
-export async function renderNotes(values: ValueArgs): Promise<string> {
+export async function renderNotes(values: ValueArgs, release = 'rel'): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'fraudlink-notes-'));
   try {
     const chart = join(dir, 'fraudlink');
@@ -147,7 +147,7 @@ export async function renderNotes(values: ValueArgs): Promise<string> {
       join(chart, 'templates', 'notes.yaml'),
       'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  notes: {{ include "notes" . | quote }}\n',
     );
-    const { code, stdout, stderr } = await template(values, 'rel', 'payments', chart);
+    const { code, stdout, stderr } = await template(values, release, 'payments', chart);
     if (code !== 0) throw new Error(`rendering NOTES.txt failed:\n${stderr}`);
     const found = (await toObjects(stdout)).find(
       (o) => o.kind === 'ConfigMap' && o.metadata.name === 'notes',

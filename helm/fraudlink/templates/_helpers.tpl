@@ -17,6 +17,11 @@
 {{- end }}
 {{- end }}
 
+{{/* The metrics Service's name: a Service name is a DNS label of at most 63 characters, suffix included. */}}
+{{- define "fraudlink.metricsServiceName" -}}
+{{- printf "%s-metrics" (include "fraudlink.fullname" . | trunc 55 | trimSuffix "-") }}
+{{- end }}
+
 {{- define "fraudlink.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
