@@ -364,6 +364,39 @@ describe('helm values validation', { timeout: 60_000 }, () => {
     expect(chart.filter(([, ok]) => ok)).toHaveLength(4);
   });
 
+  it('mounts a CA bundle alone for a private upstream CA, without a client certificate', async () => {
+    const caOnly = await render([
+      ...ciValues('lint'),
+      ...['api.tls.existingSecret=psp-ca', 'api.tls.caKey=ca.crt'].flatMap((v) => ['--set', v]),
+      ...['api.tls.certKey=', 'api.tls.keyKey='].flatMap((v) => ['--set-string', v]),
+    ]);
+    for (const component of ['-connector', '-verifier']) {
+      const env = podEnv(caOnly.objects, component);
+      expect(Object.keys(env).filter((k) => k.startsWith('API_TLS_'))).toEqual(['API_TLS_CA']);
+      expect(env.API_TLS_CA).toBe('/etc/fraudlink/api-tls/ca.crt');
+      const pod = (find(caOnly.objects, 'Deployment', component).spec as { template: { spec: unknown } })
+        .template.spec as { volumes: { name: string; secret?: { secretName: string; items: unknown[] } }[] };
+      expect(pod.volumes.find((v) => v.name === 'api-tls')?.secret).toEqual({
+        secretName: 'psp-ca',
+        defaultMode: 0o440,
+        items: [{ key: 'ca.crt', path: 'ca.crt' }],
+      });
+    }
+  });
+
+  it.each([
+    [['api.tls.caKey=ca.crt'], 'api.tls.caKey needs api.tls.existingSecret'],
+    [['api.tls.existingSecret=s', 'api.tls.keyKey='], 'set both certKey and keyKey'],
+    [['api.tls.existingSecret=s', 'api.tls.certKey=', 'api.tls.keyKey='], 'set certKey and keyKey'],
+  ])('refuses api.tls settings that would be ignored or mount nothing: %s', async (settings, message) => {
+    const { code, stderr } = await template([
+      ...ciValues('lint'),
+      ...settings.flatMap((v) => ['--set-string', v]),
+    ]);
+    expect(code).not.toBe(0);
+    expect(stderr).toContain(message);
+  });
+
   it('refuses to render without the required settings, naming each', async () => {
     const { code, stderr } = await template([]);
     expect(code).not.toBe(0);

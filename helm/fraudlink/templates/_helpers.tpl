@@ -79,9 +79,20 @@ app.kubernetes.io/component: {{ .component }}
 API_BASE_URL: {{ required "api.baseUrl is required (the upstream service's base address)" .Values.api.baseUrl | quote }}
 API_TIMEOUT_MS: {{ .Values.api.timeoutMs | int64 | quote }}
 {{- with .Values.api.tls }}
+{{- if and .caKey (not .existingSecret) }}
+{{- fail "api.tls.caKey needs api.tls.existingSecret, the Secret that holds the CA bundle" }}
+{{- end }}
 {{- if .existingSecret }}
+{{- if ne (empty .certKey) (empty .keyKey) }}
+{{- fail "api.tls: set both certKey and keyKey (mutual TLS) or neither (only caKey, a private CA for the upstream)" }}
+{{- end }}
+{{- if and (empty .certKey) (empty .caKey) }}
+{{- fail "api.tls.existingSecret: set certKey and keyKey (mutual TLS), caKey (the upstream's CA), or both" }}
+{{- end }}
+{{- if .certKey }}
 API_TLS_CERT: {{ printf "/etc/fraudlink/api-tls/%s" .certKey | quote }}
 API_TLS_KEY: {{ printf "/etc/fraudlink/api-tls/%s" .keyKey | quote }}
+{{- end }}
 {{- if .caKey }}
 API_TLS_CA: {{ printf "/etc/fraudlink/api-tls/%s" .caKey | quote }}
 {{- end }}
@@ -159,10 +170,12 @@ LOG_LEVEL: {{ .Values.logLevel | quote }}
     secretName: {{ .existingSecret }}
     defaultMode: 0440
     items:
+      {{- if .certKey }}
       - key: {{ .certKey }}
         path: {{ .certKey }}
       - key: {{ .keyKey }}
         path: {{ .keyKey }}
+      {{- end }}
       {{- if .caKey }}
       - key: {{ .caKey }}
         path: {{ .caKey }}
