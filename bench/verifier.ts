@@ -122,12 +122,13 @@ export async function run(): Promise<void> {
       )) === 200,
     60_000,
   );
-  const client = await createVerificationClient({
+  const client = createVerificationClient({
     kafka: config.kafka,
     registry: config.registry,
     requestsTopic: config.verifier.requestsTopic,
     replyTopic: config.verifier.repliesTopic,
   });
+  await client.ready();
   const holder = holderNameFor(IBAN);
   const body = JSON.stringify({ iban: IBAN, party: { name: holder } });
   const direct = () =>

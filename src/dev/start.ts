@@ -63,12 +63,13 @@ const connectorConfig = loadConnectorConfig(env);
 const verifierConfig = loadVerifierConfig(env);
 const connector = await startConnector(connectorConfig, logger);
 const verifier = await startVerifier(verifierConfig, logger, 'npm-start');
-const client = await createVerificationClient({
+const client = createVerificationClient({
   kafka: verifierConfig.kafka,
   registry: verifierConfig.registry,
   requestsTopic: verifierConfig.verifier.requestsTopic,
   replyTopic: verifierConfig.verifier.repliesTopic,
 });
+await client.ready();
 
 say(`
 Pipeline running. Point your own tools at it:

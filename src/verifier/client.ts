@@ -29,14 +29,16 @@ export interface VerificationClientConfig {
 
 export interface VerificationClient {
   /**
-   * Rejects with TimeoutError after `timeoutMs` (default 5000). The request's `vop-deadline` falls
+   * Rejects with TimeoutError `timeoutMs` (default 5000) after the call, the client's start-up
+   * included: a call made before the client is ready waits for it. The request's `vop-deadline` falls
    * earlier, by a quarter of `timeoutMs` (at most 1 s), so that a reply the deadline causes
    * (EXPIRED, or FAILED after upstream timeouts) reaches the caller instead of the timeout.
    * Rejects with the reply consumer's KafkaError, sending nothing, once that consumer has stopped
    * for good (a crash kafkajs does not restart from); requests then waiting reject with it too.
    * Rejects with InvalidInputError, sending nothing, when `iban` or `partyName` is not a string or
    * `timeoutMs` is not a whole number from 1 to 2^31-1 (the longest a Node timer waits). The
-   * verifier judges the values themselves (an INVALID_REQUEST reply).
+   * verifier judges the values themselves (an INVALID_REQUEST reply). Rejects with the start-up's
+   * error when the client could not start (see `ready()`).
    */
   verify(
     request: { iban: string; partyName: string },
@@ -47,6 +49,12 @@ export interface VerificationClient {
    * (their verify() rejected with the DecodeError or SchemaRegistryError); requests awaiting a reply.
    */
   readonly stats: { late: number; duplicate: number; unreadable: number; pending: number };
+  /**
+   * Resolves once the client can send: the request schema registered (Avro), the reply consumer
+   * assigned and the producer connected. Rejects with what stopped it (a reply topic that does not
+   * exist, a broker or registry out of reach), also the reason every verify() then rejects with.
+   */
+  ready(): Promise<void>;
   /** Ends the waiting verify() calls, and any later one, with AbortedError; frees the consumer and producer. */
   close(): Promise<void>;
 }
@@ -123,10 +131,11 @@ interface Pending {
  * The requester side, for payment systems: `verify()` sends a request with a fresh correlation id and
  * resolves with its reply. The client reads its reply topic with its own consumer (read_committed)
  * and sends nothing before that consumer is assigned, so no early reply is missed.
+ *
+ * Returns at once, as SPEC §5 writes it (`createVerificationClient(config).verify(...)`), and starts
+ * in the background: `verify()` waits for the start, `ready()` tells when it is done.
  */
-export async function createVerificationClient(
-  config: VerificationClientConfig,
-): Promise<VerificationClient> {
+export function createVerificationClient(config: VerificationClientConfig): VerificationClient {
   const requestsTopic = config.requestsTopic ?? 'vop.verification.requests.v1';
   const replyTopic = config.replyTopic ?? 'vop.verification.replies.v1';
   const format = config.format ?? 'avro';
@@ -147,13 +156,7 @@ export async function createVerificationClient(
     answered = new Set();
   };
   const stats = { late: 0, duplicate: 0, unreadable: 0, pending: 0 };
-  const encoder: Encoder<VerificationRequest> | undefined =
-    format === 'avro'
-      ? await registry.encoder<VerificationRequest>(
-          requestsTopic,
-          loadSchema(SchemaNames.VerificationRequest),
-        )
-      : undefined;
+  let encoder: Encoder<VerificationRequest> | undefined;
 
   const consumer: GroupConsumer = kafka.groupConsumer({
     groupId: `fraudlink-requester-${randomUUID()}`,
@@ -215,16 +218,27 @@ export async function createVerificationClient(
   });
   // Correlation ids of this instance share a prefix, so replies to other clients are not counted as late.
   const clientTag = `${randomUUID().slice(0, 8)}-`;
-  let producer: Producer;
-  try {
-    // A start that fails (a reply topic that does not exist) has connected already: closed here, as
-    // the caller gets no client to close, or its socket keeps the caller's process alive.
-    await consumer.start();
-    producer = await kafka.producer();
-  } catch (err) {
-    await consumer.close().catch(() => {});
-    throw err;
-  }
+  let producer: Producer | undefined;
+  const started = (async () => {
+    if (format === 'avro') {
+      encoder = await registry.encoder<VerificationRequest>(
+        requestsTopic,
+        loadSchema(SchemaNames.VerificationRequest),
+      );
+    }
+    try {
+      await consumer.start();
+      producer = await kafka.producer();
+    } catch (err) {
+      // A start that fails (a reply topic that does not exist) has connected already: closed here,
+      // or its socket keeps the caller's process alive even when the caller never calls close().
+      await consumer.close().catch(() => {});
+      throw err;
+    }
+  })();
+  started.catch((err: unknown) =>
+    logger.error({ err }, 'the verification client could not start; verify() rejects with this error'),
+  );
 
   // The idempotent producer has one request in flight at a time: requests made while a send is under
   // way go together in the next one, so concurrency turns into batches instead of a queue.
@@ -237,7 +251,8 @@ export async function createVerificationClient(
       const batch = queued;
       queued = [];
       try {
-        await producer.send(batch.map((q) => q.record));
+        // Only sends come here, and they wait for the start, which made the producer.
+        await (producer as Producer).send(batch.map((q) => q.record));
         for (const q of batch) q.done();
       } catch (err) {
         for (const q of batch) q.done(err);
@@ -255,25 +270,16 @@ export async function createVerificationClient(
     get stats() {
       return { ...stats, pending: pending.size };
     },
+    async ready() {
+      await started;
+    },
     async verify(request, options = {}) {
       const timeoutMs = checkedArguments(request, options ?? {});
       if (failure) throw failure;
       if (closed) throw new AbortedError('client closed: verify() after close()');
       const requestId = randomUUID();
       const correlation = `${clientTag}${requestId}`;
-      const now = Date.now();
-      const value: VerificationRequest = {
-        requestId,
-        iban: request.iban,
-        partyName: request.partyName,
-        requestedAt: now,
-      };
-      const headers: Record<string, string> = {
-        kafka_correlationId: correlation,
-        kafka_replyTopic: replyTopic,
-        'vop-deadline': String(now + timeoutMs - deadlineMarginMs(timeoutMs)),
-      };
-      if (format === 'json') headers['content-type'] = 'application/json';
+      const calledAt = Date.now();
       const reply = new Promise<VerificationResult>((resolve, reject) => {
         const timer = setTimeout(() => {
           pending.delete(correlation);
@@ -281,11 +287,28 @@ export async function createVerificationClient(
         }, timeoutMs);
         pending.set(correlation, { resolve, reject, timer });
       });
-      // The timeout or close() may reject it while the send below is still under way, before anyone
-      // awaits it: the caller gets that rejection from the promise returned below, so it must not
-      // also surface as an unhandled rejection (which ends the caller's process).
+      // The timeout or close() may reject it while the start or the send below is still under way,
+      // before anyone awaits it: the caller gets that rejection from the promise returned below, so
+      // it must not also surface as an unhandled rejection (which ends the caller's process).
       reply.catch(() => {});
+      const waiting = pending.get(correlation);
       try {
+        // The reply promise rejects first when the call times out or the client closes or fails
+        // while it starts.
+        await Promise.race([started, reply]);
+        if (pending.get(correlation) !== waiting) return await reply;
+        const value: VerificationRequest = {
+          requestId,
+          iban: request.iban,
+          partyName: request.partyName,
+          requestedAt: calledAt,
+        };
+        const headers: Record<string, string> = {
+          kafka_correlationId: correlation,
+          kafka_replyTopic: replyTopic,
+          'vop-deadline': String(calledAt + timeoutMs - deadlineMarginMs(timeoutMs)),
+        };
+        if (format === 'json') headers['content-type'] = 'application/json';
         await sendGrouped({
           topic: requestsTopic,
           key: requestId,
@@ -293,9 +316,10 @@ export async function createVerificationClient(
           headers,
         });
       } catch (err) {
-        const waiting = pending.get(correlation);
-        if (waiting) clearTimeout(waiting.timer);
-        pending.delete(correlation);
+        if (pending.get(correlation) === waiting) {
+          clearTimeout(waiting?.timer);
+          pending.delete(correlation);
+        }
         throw err;
       }
       return reply;
@@ -307,7 +331,9 @@ export async function createVerificationClient(
         p.reject(new AbortedError('client closed before the reply arrived'));
         pending.delete(id);
       }
-      await Promise.allSettled([consumer.close(), producer.close()]);
+      // A start still under way is let finish, so that what it opened is closed here.
+      await started.catch(() => {});
+      await Promise.allSettled([consumer.close(), producer?.close()]);
     },
   };
 }

@@ -5,6 +5,7 @@ import {
   InvalidInputError,
   KafkaError,
   SchemaRegistryError,
+  TimeoutError,
 } from '../../src/errors.ts';
 import type { GroupConsumerOptions, IncomingRecord, OutgoingRecord } from '../../src/kafka/index.ts';
 import { createVerificationClient } from '../../src/verifier/client.ts';
@@ -14,6 +15,8 @@ import { createVerificationClient } from '../../src/verifier/client.ts';
 const kafka = vi.hoisted(() => ({
   /** What the reply consumer's start() rejects with; undefined: it starts. */
   startFailure: undefined as Error | undefined,
+  /** What the reply consumer's start() waits for first. */
+  startGate: Promise.resolve() as Promise<void>,
   consumerClosed: 0,
   /** The records the client's producer sent. */
   sent: [] as OutgoingRecord[],
@@ -34,6 +37,7 @@ vi.mock('../../src/kafka/index.ts', () => ({
       kafka.consumer = options;
       return {
         start: async () => {
+          await kafka.startGate;
           if (kafka.startFailure) throw kafka.startFailure;
         },
         close: async () => {
@@ -97,13 +101,14 @@ const config = {
 /** The fake Kafka as a new test finds it: starts fine, nothing sent. */
 function resetKafka(): void {
   kafka.startFailure = undefined;
+  kafka.startGate = Promise.resolve();
   kafka.sent = [];
 }
 
 /** A JSON client on a fresh fake Kafka, with one verify() sent and waiting for its reply. */
 async function oneRequestSent() {
   resetKafka();
-  const client = await createVerificationClient({ ...config, format: 'json' });
+  const client = createVerificationClient({ ...config, format: 'json' });
   const verifying = client.verify(request, { timeoutMs: 60_000 });
   await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
   return { client, verifying };
@@ -111,20 +116,63 @@ async function oneRequestSent() {
 
 describe('createVerificationClient', () => {
   it('closes its reply consumer when the consumer fails to start, so that the process of its caller can exit', async () => {
+    resetKafka();
     kafka.startFailure = new KafkaError('start consumer: This server does not host this topic-partition');
     kafka.consumerClosed = 0;
-    await expect(createVerificationClient(config)).rejects.toBe(kafka.startFailure);
+    const client = createVerificationClient(config);
+    await expect(client.ready()).rejects.toBe(kafka.startFailure);
     expect(kafka.consumerClosed).toBe(1);
+    // Every verify() rejects with the start's error, sending nothing.
+    await expect(client.verify(request)).rejects.toBe(kafka.startFailure);
+    expect(kafka.sent).toEqual([]);
+    await client.close();
+  });
+
+  it('returns the client at once, as SPEC writes it (createVerificationClient(config).verify(...)), and sends once started', async () => {
+    resetKafka();
+    const start = Promise.withResolvers<void>();
+    kafka.startGate = start.promise;
+    const verifying = createVerificationClient({ ...config, format: 'json' }).verify(request, {
+      timeoutMs: 60_000,
+    });
+    expect(await settledSoon(verifying)).toBe('pending');
+    expect(kafka.sent).toEqual([]);
+    start.resolve();
+    await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
+    const answer = { requestId: 'r', outcome: 'EXPIRED' };
+    await reply(kafka.sent[0], Buffer.from(JSON.stringify(answer)), true);
+    expect(await settledSoon(verifying)).toEqual({ value: answer });
+  });
+
+  it("counts a verify() call's timeout from the call, the client's start-up included", async () => {
+    resetKafka();
+    const start = Promise.withResolvers<void>();
+    kafka.startGate = start.promise;
+    const client = createVerificationClient({ ...config, format: 'json' });
+    const calledAt = Date.now();
+    const verifying = client.verify(request, { timeoutMs: 100 });
+    await expect(verifying).rejects.toBeInstanceOf(TimeoutError);
+    start.resolve();
+    await client.ready();
+    // Timed out while starting: never sent.
+    expect(kafka.sent).toEqual([]);
+    const late = client.verify(request, { timeoutMs: 8000 });
+    await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
+    expect(Number(kafka.sent[0]?.headers?.['vop-deadline'])).toBeGreaterThanOrEqual(calledAt + 6000);
+    await client.close();
+    await expect(late).rejects.toBeInstanceOf(AbortedError);
   });
 
   it('sends a vop-deadline a quarter of the timeout (at most 1 s) before the timeout', async () => {
     resetKafka();
-    const client = await createVerificationClient({ ...config, format: 'json' });
+    const client = createVerificationClient({ ...config, format: 'json' });
+    await client.ready();
     const calls = [200, 5000, 20_000].map((timeoutMs) =>
       client.verify({ iban: 'DE89370400440532013000', partyName: 'Anna' }, { timeoutMs }),
     );
     // Each settles once its request is sent: rejected, as close() ends the wait for its reply.
     const settled = Promise.allSettled(calls);
+    await vi.waitFor(() => expect(kafka.sent).toHaveLength(3));
     await client.close();
     await settled;
     const dueAfter = kafka.sent.map((r) => {
@@ -159,7 +207,7 @@ describe('createVerificationClient', () => {
     kafka.decode = async () => {
       throw unavailable;
     };
-    const client = await createVerificationClient(config);
+    const client = createVerificationClient(config);
     const verifying = client.verify(request, { timeoutMs: 60_000 });
     await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
     await reply(kafka.sent[0], Buffer.from([0, 0, 0, 0, 7, 1]), false);
@@ -170,7 +218,7 @@ describe('createVerificationClient', () => {
 
   it('refuses a timeoutMs that setTimeout cannot keep (0, negative, fractional, NaN, Infinity, past 2^31-1) before sending anything', async () => {
     resetKafka();
-    const client = await createVerificationClient({ ...config, format: 'json' });
+    const client = createVerificationClient({ ...config, format: 'json' });
     for (const timeoutMs of [
       0,
       -1,
@@ -194,7 +242,7 @@ describe('createVerificationClient', () => {
 
   it('refuses an iban or partyName that is not a string before sending anything', async () => {
     resetKafka();
-    const client = await createVerificationClient(config);
+    const client = createVerificationClient(config);
     const bad = [
       { iban: 123, partyName: 'Anna' },
       { iban: 'DE89370400440532013000', partyName: null },

@@ -71,7 +71,7 @@ export async function verifierHarness(sandboxOptions: SandboxOptions = {}, topic
     customReplyTopic: `${prefix}.replies.custom`,
     start,
     async client(format: 'avro' | 'json' = 'avro', replyTopic = config.verifier.repliesTopic) {
-      const client = await createVerificationClient({
+      const client = createVerificationClient({
         kafka: config.kafka,
         registry: config.registry,
         requestsTopic: config.verifier.requestsTopic,
@@ -79,6 +79,7 @@ export async function verifierHarness(sandboxOptions: SandboxOptions = {}, topic
         format,
       });
       onTestFinished(() => client.close());
+      await client.ready();
       return client;
     },
   };
