@@ -7,8 +7,10 @@ export type KafkajsModule = typeof Kafkajs;
 
 /** kafkajs, stock or with fraudlink's fixes as BARE_KAFKAJS_FIXES says, and a client of BARE_BROKERS. */
 export async function bareKafka(): Promise<{ kafkajs: KafkajsModule; kafka: Kafkajs.Kafka }> {
-  if (process.env.BARE_KAFKAJS_FIXES === '1') await import('../src/kafka/kafkajs.ts');
-  const kafkajs = (await import('kafkajs')).default as unknown as KafkajsModule;
+  // fraudlink's fixes apply to its own copy of kafkajs (the @fraudlink/kafkajs alias), not to 'kafkajs'.
+  const kafkajs = (process.env.BARE_KAFKAJS_FIXES === '1'
+    ? (await import('../src/kafka/kafkajs.ts')).default
+    : (await import('kafkajs')).default) as unknown as KafkajsModule;
   const kafka = new kafkajs.Kafka({
     brokers: [requiredEnv('BARE_BROKERS')],
     clientId: 'bench-bare',

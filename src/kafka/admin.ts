@@ -1,4 +1,4 @@
-import type { Admin, ITopicConfig } from 'kafkajs';
+import type { Admin, ITopicConfig } from '@fraudlink/kafkajs';
 import { KafkaError, TopicConfigMismatchError } from '../errors.ts';
 import { retry } from '../retry.ts';
 import { toKafkaError } from './errors.ts';

@@ -1,4 +1,4 @@
-import type { KafkaConfig as KafkajsConfig, SASLOptions } from 'kafkajs';
+import type { KafkaConfig as KafkajsConfig, SASLOptions } from '@fraudlink/kafkajs';
 import type { KafkaConfig } from '../config/index.ts';
 import type { Logger } from '../logger.ts';
 import { wrapAdmin } from './admin.ts';

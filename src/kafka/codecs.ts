@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import type * as Kafkajs from 'kafkajs';
+import type * as Kafkajs from '@fraudlink/kafkajs';
 import type * as Lz4 from 'lz4-napi';
 import type * as Snappy from 'snappy';
 import type { KafkaCompression } from '../config/index.ts';

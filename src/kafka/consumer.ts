@@ -1,4 +1,4 @@
-import type { Kafka } from 'kafkajs';
+import type { Kafka } from '@fraudlink/kafkajs';
 import { AbortedError } from '../errors.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';

@@ -26,7 +26,9 @@ export function forgetCoordinators(): void {
 /** Installs the cache on kafkajs's Cluster class; idempotent. */
 export function cacheCoordinatorLookups(): void {
   const require = createRequire(import.meta.url);
-  const Cluster = require('kafkajs/src/cluster/index.js') as { prototype: Record<string, unknown> };
+  const Cluster = require('@fraudlink/kafkajs/src/cluster/index.js') as {
+    prototype: Record<string, unknown>;
+  };
   const original = Cluster.prototype.findGroupCoordinatorMetadata as CoordinatorLookup | undefined;
   if (typeof original !== 'function') {
     throw new Error('kafkajs changed: Cluster.prototype.findGroupCoordinatorMetadata is missing');

@@ -40,7 +40,7 @@ import type { GroupMembership } from './types.ts';
  */
 
 const require = createRequire(import.meta.url);
-const kafkajsPath = (p: string) => require.resolve(`kafkajs/src/${p}`);
+const kafkajsPath = (p: string) => require.resolve(`@fraudlink/kafkajs/src/${p}`);
 
 export const eosManagerModulePath = kafkajsPath('producer/eosManager/index.js');
 

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type * as Kafkajs from 'kafkajs';
+import type * as Kafkajs from '@fraudlink/kafkajs';
 import { installCodecs } from './codecs.ts';
 import { createEosManager, eosManagerModulePath } from './eos-manager.ts';
 import { KAFKA_ERROR_CODES_AFTER_KAFKAJS } from './error-codes.ts';
@@ -115,8 +115,10 @@ import type { OutgoingRecord } from './types.ts';
  * scavenge every few milliseconds and promoted ~40 MB/s of per-record objects to the old generation.
  *
  * The swaps replace a module's export in the CommonJS cache, so the modules that `require` it
- * afterwards (all of kafkajs, loaded by the `require('kafkajs')` below) get it; the class itself is
- * unchanged, so `instanceof` and the static helpers keep working.
+ * afterwards (all of kafkajs, loaded by the `require('@fraudlink/kafkajs')` below) get it; the class
+ * itself is unchanged, so `instanceof` and the static helpers keep working. `@fraudlink/kafkajs` is
+ * an npm alias of kafkajs, fraudlink's own copy (src/kafka/README.md): an application's `kafkajs`,
+ * loaded before or after, is neither patched nor able to pre-empt the patches.
  */
 
 const require = createRequire(import.meta.url);
@@ -157,19 +159,27 @@ type Grouper = (args: {
   partitioner: (args: { topic: string; partitionMetadata: unknown[]; message: unknown }) => number;
 }) => Record<number, unknown[]>;
 
-export const encoderModulePath = require.resolve('kafkajs/src/protocol/encoder.js');
-export const groupModulePath = require.resolve('kafkajs/src/producer/groupMessagesPerPartition.js');
-export const abortFilterModulePath = require.resolve('kafkajs/src/consumer/filterAbortedMessages.js');
-export const murmur2ModulePath = require.resolve('kafkajs/src/producer/partitioners/default/murmur2.js');
+export const encoderModulePath = require.resolve('@fraudlink/kafkajs/src/protocol/encoder.js');
+export const groupModulePath = require.resolve(
+  '@fraudlink/kafkajs/src/producer/groupMessagesPerPartition.js',
+);
+export const abortFilterModulePath = require.resolve(
+  '@fraudlink/kafkajs/src/consumer/filterAbortedMessages.js',
+);
+export const murmur2ModulePath = require.resolve(
+  '@fraudlink/kafkajs/src/producer/partitioners/default/murmur2.js',
+);
 export const partitionerModulePath = require.resolve(
-  'kafkajs/src/producer/partitioners/legacy/partitioner.js',
+  '@fraudlink/kafkajs/src/producer/partitioners/legacy/partitioner.js',
 );
-export const recordModulePath = require.resolve('kafkajs/src/protocol/recordBatch/record/v0/index.js');
-export const requestModulePath = require.resolve('kafkajs/src/protocol/request.js');
+export const recordModulePath = require.resolve(
+  '@fraudlink/kafkajs/src/protocol/recordBatch/record/v0/index.js',
+);
+export const requestModulePath = require.resolve('@fraudlink/kafkajs/src/protocol/request.js');
 export const recordDecoderModulePath = require.resolve(
-  'kafkajs/src/protocol/recordBatch/record/v0/decoder.js',
+  '@fraudlink/kafkajs/src/protocol/recordBatch/record/v0/decoder.js',
 );
-export const requestQueueModulePath = require.resolve('kafkajs/src/network/requestQueue/index.js');
+export const requestQueueModulePath = require.resolve('@fraudlink/kafkajs/src/network/requestQueue/index.js');
 
 /** kafkajs's request framing (protocol/request.js): size, header and the request's own payload. */
 export type RequestFramer = (args: {
@@ -507,9 +517,9 @@ function installPartitioning(): void {
   if (originals.createPartitioner) return;
   originals.murmur2 = require(murmur2ModulePath) as (key: unknown) => number;
   originals.createPartitioner = require(partitionerModulePath) as PartitionerFactory;
-  const randomBytes = require(require.resolve('kafkajs/src/producer/partitioners/legacy/randomBytes.js')) as (
-    size: number,
-  ) => Buffer;
+  const randomBytes = require(
+    require.resolve('@fraudlink/kafkajs/src/producer/partitioners/legacy/randomBytes.js'),
+  ) as (size: number) => Buffer;
   // kafkajs's partitioner (legacy/partitioner.js) with the same rules, the same random start per
   // topic and the same round robin; the list of available partitions is built only when used.
   const createPartitioner: PartitionerFactory = (hash) => () => {
@@ -718,10 +728,10 @@ function installNumericRecordDecoding(): void {
   if (originals.decodeRecord) return;
   const original = require(recordDecoderModulePath) as RecordDecoder;
   originals.decodeRecord = original;
-  const HeaderDecoder = require(require.resolve('kafkajs/src/protocol/recordBatch/header/v0/decoder.js')) as (
-    decoder: DecoderInstance,
-  ) => { key: string; value: Buffer | null };
-  const TimestampTypes = require(require.resolve('kafkajs/src/protocol/timestampTypes.js')) as {
+  const HeaderDecoder = require(
+    require.resolve('@fraudlink/kafkajs/src/protocol/recordBatch/header/v0/decoder.js'),
+  ) as (decoder: DecoderInstance) => { key: string; value: Buffer | null };
+  const TimestampTypes = require(require.resolve('@fraudlink/kafkajs/src/protocol/timestampTypes.js')) as {
     LOG_APPEND_TIME: number;
   };
   const baseOffset = safeIntegerCache();
@@ -827,9 +837,11 @@ function installRequestQueueWithoutLoop(): void {
   };
 }
 
-export const errorModulePath = require.resolve('kafkajs/src/protocol/error.js');
-const consumerGroupModulePath = require.resolve('kafkajs/src/consumer/consumerGroup.js');
-const roundRobinModulePath = require.resolve('kafkajs/src/consumer/assigners/roundRobinAssigner/index.js');
+export const errorModulePath = require.resolve('@fraudlink/kafkajs/src/protocol/error.js');
+const consumerGroupModulePath = require.resolve('@fraudlink/kafkajs/src/consumer/consumerGroup.js');
+const roundRobinModulePath = require.resolve(
+  '@fraudlink/kafkajs/src/consumer/assigners/roundRobinAssigner/index.js',
+);
 
 /** 12. kafkajs looks codes up in its exported `errorCodes` array at each error; ours appended once. */
 function installErrorCodes(): void {
@@ -943,6 +955,6 @@ installErrorCodes();
 installGroupHooks();
 installStableOffsetFetch();
 
-const kafkajs = require('kafkajs') as typeof Kafkajs;
+const kafkajs = require('@fraudlink/kafkajs') as typeof Kafkajs;
 installCodecs(kafkajs);
 export default kafkajs;

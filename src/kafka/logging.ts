@@ -1,4 +1,4 @@
-import type { logCreator } from 'kafkajs';
+import type { logCreator } from '@fraudlink/kafkajs';
 import type { Logger } from '../logger.ts';
 import kafkajs, { PartitionBatchTooLargeError } from './kafkajs.ts';
 

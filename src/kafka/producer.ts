@@ -3,7 +3,7 @@ import type {
   Producer as KafkajsProducer,
   Transaction as KafkajsTransaction,
   TopicMessages,
-} from 'kafkajs';
+} from '@fraudlink/kafkajs';
 import type { KafkaCompression } from '../config/index.ts';
 import { FencedError, MemberFencedError } from '../errors.ts';
 import { CODEC_IDS } from './codecs.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { EachBatchPayload, Kafka } from 'kafkajs';
+import type { EachBatchPayload, Kafka } from '@fraudlink/kafkajs';
 import { AbortedError, FraudlinkError, KafkaError } from '../errors.ts';
 import { retry, unlessAborted } from '../retry.ts';
 import { toKafkaError } from './errors.ts';

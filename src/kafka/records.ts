@@ -1,4 +1,4 @@
-import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
+import type { IHeaders, KafkaMessage, Message } from '@fraudlink/kafkajs';
 import type { IncomingRecord, OutgoingRecord } from './types.ts';
 
 export function toMessage(record: OutgoingRecord): Message {

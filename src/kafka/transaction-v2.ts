@@ -83,7 +83,7 @@ interface ProtocolRequest {
   requestTimeout?: number;
 }
 
-const kafkajsPath = (p: string) => require.resolve(`kafkajs/src/${p}`);
+const kafkajsPath = (p: string) => require.resolve(`@fraudlink/kafkajs/src/${p}`);
 const apiKeys = require(kafkajsPath('protocol/requests/apiKeys.js')) as Record<string, number>;
 const errors = require(kafkajsPath('protocol/error.js')) as ErrorModule;
 
@@ -681,7 +681,7 @@ export function installTransactionV2(): void {
 
   const Broker = require(kafkajsPath('broker/index.js')) as BrokerClass;
   const send = senderOf(Broker);
-  const { version: kafkajsVersion } = require('kafkajs/package.json') as { version: string };
+  const { version: kafkajsVersion } = require('@fraudlink/kafkajs/package.json') as { version: string };
   const originalApiVersions = Broker.prototype.apiVersions;
   const originalProduce = Broker.prototype.produce;
 

@@ -1,4 +1,4 @@
-import type { Admin } from 'kafkajs';
+import type { Admin } from '@fraudlink/kafkajs';
 import { describe, expect, it } from 'vitest';
 import { wrapAdmin } from '../../src/kafka/admin.ts';
 

@@ -6,10 +6,10 @@ import { testClients, testTopics } from '../helpers/kafka.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';
 
 const require = createRequire(import.meta.url);
-const ConsumerGroup = require('kafkajs/src/consumer/consumerGroup.js') as {
+const ConsumerGroup = require('@fraudlink/kafkajs/src/consumer/consumerGroup.js') as {
   prototype: { fetch(nodeId: number): Promise<unknown[]>; seekOffsets(partitions: unknown): Promise<void> };
 };
-const { KafkaJSNoBrokerAvailableError } = require('kafkajs/src/errors.js') as {
+const { KafkaJSNoBrokerAvailableError } = require('@fraudlink/kafkajs/src/errors.js') as {
   KafkaJSNoBrokerAvailableError: new () => Error;
 };
 

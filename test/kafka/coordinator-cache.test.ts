@@ -3,7 +3,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { cacheCoordinatorLookups, forgetCoordinators } from '../../src/kafka/coordinator-cache.ts';
 
 type Lookup = (args: { groupId: string; coordinatorType?: number }) => Promise<unknown>;
-const Cluster = createRequire(import.meta.url)('kafkajs/src/cluster/index.js') as {
+const Cluster = createRequire(import.meta.url)('@fraudlink/kafkajs/src/cluster/index.js') as {
   prototype: { findGroupCoordinatorMetadata: Lookup };
 };
 

@@ -25,12 +25,16 @@ import { MAX_SEND_BYTES } from '../../src/kafka/records.ts';
 
 const require = createRequire(import.meta.url);
 type Encoded = { buffer: Buffer };
-const Record = require('kafkajs/src/protocol/recordBatch/record/v0/index.js') as (r: object) => Encoded;
-const { RecordBatch } = require('kafkajs/src/protocol/recordBatch/v0/index.js') as {
+const Record = require('@fraudlink/kafkajs/src/protocol/recordBatch/record/v0/index.js') as (
+  r: object,
+) => Encoded;
+const { RecordBatch } = require('@fraudlink/kafkajs/src/protocol/recordBatch/v0/index.js') as {
   RecordBatch: (b: object) => Promise<Encoded>;
 };
-const Decoder = require('kafkajs/src/protocol/decoder.js') as new (b: Buffer) => { readVarInt(): number };
-const decodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0/decoder.js') as (
+const Decoder = require('@fraudlink/kafkajs/src/protocol/decoder.js') as new (
+  b: Buffer,
+) => { readVarInt(): number };
+const decodeRecord = require('@fraudlink/kafkajs/src/protocol/recordBatch/record/v0/decoder.js') as (
   d: unknown,
   ctx: object,
 ) => { key: Buffer; value: Buffer; headers: Record<string, Buffer> };
@@ -198,7 +202,7 @@ describe('kafkajs grouping by partition', () => {
     expect(() => grouper({ ...args([]), messages: retried })).toThrow();
     expect(grouper({ ...args([]), messages: retried })).toEqual({ 1: retried });
     // kafkajs's retry wraps it after a reconnect: still recognised.
-    const { KafkaJSNonRetriableError } = require('kafkajs/src/errors.js') as {
+    const { KafkaJSNonRetriableError } = require('@fraudlink/kafkajs/src/errors.js') as {
       KafkaJSNonRetriableError: new (e: unknown, o: { cause: unknown }) => Error;
     };
     expect(PartitionBatchTooLargeError.is(new KafkaJSNonRetriableError(refused, { cause: refused }))).toBe(
@@ -470,7 +474,9 @@ describe('kafkajs large requests copied once less', () => {
   });
 
   it('frames a multi-megabyte produce request byte for byte as the original', async () => {
-    const produce = require('kafkajs/src/protocol/requests/produce/v3/request.js') as (args: object) => {
+    const produce = require('@fraudlink/kafkajs/src/protocol/requests/produce/v3/request.js') as (
+      args: object,
+    ) => {
       apiKey: number;
       apiVersion: number;
       encode(): Promise<Enc>;

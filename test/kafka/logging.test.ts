@@ -1,4 +1,4 @@
-import kafkajs from 'kafkajs';
+import kafkajs from '@fraudlink/kafkajs';
 import { describe, expect, it } from 'vitest';
 import { PartitionBatchTooLargeError } from '../../src/kafka/kafkajs.ts';
 import { pinoLogCreator } from '../../src/kafka/logging.ts';

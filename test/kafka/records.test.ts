@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { KafkaMessage } from 'kafkajs';
+import type { KafkaMessage } from '@fraudlink/kafkajs';
 import { describe, expect, it } from 'vitest';
 import '../../src/kafka/kafkajs.ts';
 import {
@@ -14,11 +14,11 @@ import {
 import type { OutgoingRecord } from '../../src/kafka/types.ts';
 
 const require = createRequire(import.meta.url);
-const Record = require('kafkajs/src/protocol/recordBatch/record/v0/index.js') as (r: object) => {
+const Record = require('@fraudlink/kafkajs/src/protocol/recordBatch/record/v0/index.js') as (r: object) => {
   size(): number;
 };
 
-const { RecordBatch } = require('kafkajs/src/protocol/recordBatch/v0/index.js') as {
+const { RecordBatch } = require('@fraudlink/kafkajs/src/protocol/recordBatch/v0/index.js') as {
   RecordBatch: (b: object) => Promise<{ size(): number }>;
 };
 

@@ -38,9 +38,9 @@ interface Dec {
   readString(): string | null;
   readArray<T>(reader: (d: Dec) => T): T[];
 }
-const Encoder = require('kafkajs/src/protocol/encoder.js') as new () => Enc;
-const Decoder = require('kafkajs/src/protocol/decoder.js') as new (b: Buffer) => Dec;
-const kafkajsProduce = require('kafkajs/src/protocol/requests/produce/index.js') as {
+const Encoder = require('@fraudlink/kafkajs/src/protocol/encoder.js') as new () => Enc;
+const Decoder = require('@fraudlink/kafkajs/src/protocol/decoder.js') as new (b: Buffer) => Dec;
+const kafkajsProduce = require('@fraudlink/kafkajs/src/protocol/requests/produce/index.js') as {
   protocol(v: { version: number }): (args: object) => { request: { encode(): Promise<Enc> } };
 };
 
@@ -348,13 +348,14 @@ describe('EndTxn v5 and TxnOffsetCommit v5', () => {
   });
 });
 
-const { createErrorFromCode } = require('kafkajs/src/protocol/error.js') as {
+const { createErrorFromCode } = require('@fraudlink/kafkajs/src/protocol/error.js') as {
   createErrorFromCode(code: number): Error;
 };
-const { KafkaJSRequestTimeoutError, KafkaJSConnectionClosedError } = require('kafkajs/src/errors.js') as {
-  KafkaJSRequestTimeoutError: new (message: string) => Error;
-  KafkaJSConnectionClosedError: new (message: string) => Error;
-};
+const { KafkaJSRequestTimeoutError, KafkaJSConnectionClosedError } =
+  require('@fraudlink/kafkajs/src/errors.js') as {
+    KafkaJSRequestTimeoutError: new (message: string) => Error;
+    KafkaJSConnectionClosedError: new (message: string) => Error;
+  };
 
 /**
  * A transaction coordinator (and group coordinator) that records what it is asked. `faults` are
@@ -708,14 +709,14 @@ describe('OffsetFetch v7', () => {
 
 describe("kafkajs's Broker with the v2 requests installed", () => {
   // Importing kafkajs.ts installs them, as every kafkajs client of fraudlink gets them.
-  const Broker = require('kafkajs/src/broker/index.js') as new (
+  const Broker = require('@fraudlink/kafkajs/src/broker/index.js') as new (
     options: object,
   ) => {
     versions: Versions | null;
     apiVersions(): Promise<Versions>;
     produce(args: object): Promise<unknown>;
   };
-  const { createErrorFromCode } = require('kafkajs/src/protocol/error.js') as {
+  const { createErrorFromCode } = require('@fraudlink/kafkajs/src/protocol/error.js') as {
     createErrorFromCode(code: number): Error;
   };
   const logger = { namespace: () => ({ debug() {}, info() {}, warn() {}, error() {} }) };

@@ -11,7 +11,7 @@ import { stackEnv, uniqueName } from '../helpers/stack.ts';
 const text = (b: Buffer | null) => b?.toString() ?? null;
 const require = createRequire(import.meta.url);
 type BrokerRequest = (this: unknown, args: object) => Promise<unknown>;
-const Broker = require('kafkajs/src/broker/index.js') as {
+const Broker = require('@fraudlink/kafkajs/src/broker/index.js') as {
   prototype: Record<
     | 'produce'
     | 'addPartitionsToTxn'
@@ -23,10 +23,10 @@ const Broker = require('kafkajs/src/broker/index.js') as {
     BrokerRequest
   >;
 };
-const { createErrorFromCode } = require('kafkajs/src/protocol/error.js') as {
+const { createErrorFromCode } = require('@fraudlink/kafkajs/src/protocol/error.js') as {
   createErrorFromCode: (code: number) => unknown;
 };
-const { KafkaJSRequestTimeoutError } = require('kafkajs/src/errors.js') as {
+const { KafkaJSRequestTimeoutError } = require('@fraudlink/kafkajs/src/errors.js') as {
   KafkaJSRequestTimeoutError: new (message: string) => Error;
 };
 
