@@ -105,8 +105,9 @@ async function readAll(
 
 /** The first bytes of an error body, for diagnosis; the rest is discarded and the stream destroyed. */
 async function readExcerpt(body: Dispatcher.ResponseData['body'], apiKey: string): Promise<string> {
-  // Enough past the cut to see a whole API key or IBAN that runs across it.
-  const wanted = EXCERPT_BYTES + Buffer.byteLength(apiKey) + IBAN_LOOKAHEAD;
+  // Enough past the cut to see a whole API key (in its longest echo: each byte `%XX`, or each UTF-16
+  // unit, at most one a byte, `\uXXXX`) or IBAN that runs across it.
+  const wanted = EXCERPT_BYTES + 6 * Buffer.byteLength(apiKey) + IBAN_LOOKAHEAD;
   const chunks: Buffer[] = [];
   let bytes = 0;
   try {
@@ -132,29 +133,57 @@ const IBAN_LIKE = /\b[A-Z]{2}\d{2}(?:[A-Z0-9]{10,30}|(?: [A-Z0-9]{4}){2,7}(?: [A
 const RAW_IBAN_LIKE = new RegExp(IBAN_LIKE.source.replaceAll(' ', '\\s+'), 'gi');
 const IBAN_LOOKAHEAD = 64;
 
+const hex = (n: number, width: number) => n.toString(16).padStart(width, '0');
+/** Hexadecimal digits as a regex source of either case: `2f` matches `2F` too. */
+const anyCase = (digits: string) => digits.replace(/[a-f]/g, (d) => `[${d}${d.toUpperCase()}]`);
+/** A regex source made of one `form` per UTF-16 unit of `text`. */
+const perUnit = (text: string, form: (unit: number) => string) =>
+  Array.from({ length: text.length }, (_, i) => form(text.charCodeAt(i))).join('');
+/** A regex source matching `text` exactly, each unit written `\uXXXX` so that none is special. */
+const exactly = (text: string) => perUnit(text, (unit) => `\\u${hex(unit, 4)}`);
+
 /**
- * Where to cut an error body's first bytes: at `EXCERPT_BYTES`, or before an echoed API key or an
- * IBAN running across that point, whose first part `excerpt` could no longer recognise and would
- * leave unmasked. Moving the cut back past one may split another, hence the loop.
+ * The API key as a server may echo it back: as sent, JSON-escaped (`\/`, `\u002F` or `\u002f`, any
+ * character) or percent-encoded (`%2F`, `%2f`, any character), each character in any of its forms.
+ * `literal` is how a character itself stands in the text searched: as is in decoded text, as its
+ * UTF-8 bytes read as latin1 in a raw body's bytes. Undefined for an empty key.
+ */
+function keyEchoes(apiKey: string, literal: (ch: string) => string = (ch) => ch): RegExp | undefined {
+  if (apiKey === '') return undefined;
+  let source = '';
+  for (const ch of apiKey) {
+    const forms = new Set([exactly(literal(ch)), exactly(JSON.stringify(ch).slice(1, -1))]);
+    if (ch === '/') forms.add(exactly('\\/'));
+    if (ch === ' ') forms.add(exactly('+'));
+    forms.add(perUnit(ch, (unit) => `${exactly('\\u')}${anyCase(hex(unit, 4))}`));
+    forms.add(Array.from(Buffer.from(ch), (byte) => `%${anyCase(hex(byte, 2))}`).join(''));
+    source += `(?:${[...forms].join('|')})`;
+  }
+  return new RegExp(source, 'g');
+}
+
+/**
+ * Where to cut an error body's first bytes: at `EXCERPT_BYTES`, or before an echoed API key (in any
+ * form `keyEchoes` knows) or an IBAN running across that point, whose first part `excerpt` could no
+ * longer recognise and would leave unmasked. Moving the cut back past one may split another, hence
+ * the loop.
  */
 function excerptEnd(head: Buffer, apiKey: string): number {
   if (head.length <= EXCERPT_BYTES) return head.length;
-  const key = Buffer.from(apiKey);
-  // latin1 gives one character per byte, so match offsets are byte offsets (IBANs are ASCII).
+  // latin1 gives one character per byte, so match offsets are byte offsets.
   const text = head.toString('latin1');
+  const key = keyEchoes(apiKey, (ch) => Buffer.from(ch).toString('latin1'));
+  const patterns = key === undefined ? [RAW_IBAN_LIKE] : [key, RAW_IBAN_LIKE];
   let end = EXCERPT_BYTES;
   for (let moved = true; moved; ) {
     moved = false;
-    const keyAt = key.length === 0 ? -1 : head.indexOf(key, Math.max(0, end - key.length + 1));
-    if (keyAt !== -1 && keyAt < end) {
-      end = keyAt;
-      moved = true;
-    }
-    for (const m of text.matchAll(RAW_IBAN_LIKE)) {
-      if (m.index >= end) break;
-      if (m.index + m[0].length > end) {
-        end = m.index;
-        moved = true;
+    for (const pattern of patterns) {
+      for (const m of text.matchAll(pattern)) {
+        if (m.index >= end) break;
+        if (m.index + m[0].length > end) {
+          end = m.index;
+          moved = true;
+        }
       }
     }
   }
@@ -162,13 +191,14 @@ function excerptEnd(head: Buffer, apiKey: string): number {
 }
 
 /**
- * Whitespace collapsed, the API key removed should a server echo it back, IBANs masked as in logs
- * (an export body holds rows; SPEC §7), and the length capped after masking, so that no IBAN is
- * cut in half and left unmasked.
+ * Whitespace collapsed, the API key removed should a server echo it back (in any form `keyEchoes`
+ * knows), IBANs masked as in logs (an export body holds rows; SPEC §7), and the length capped after
+ * masking, so that no IBAN is cut in half and left unmasked.
  */
 export function excerpt(text: string, apiKey: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
-  const keyless = apiKey === '' ? flat : flat.split(apiKey).join('[redacted]');
+  const key = keyEchoes(apiKey);
+  const keyless = key === undefined ? flat : flat.replace(key, '[redacted]');
   const safe = keyless.replace(IBAN_LIKE, (iban) => maskIban(iban));
   return safe.length > EXCERPT_CHARS ? `${safe.slice(0, EXCERPT_CHARS)}…` : safe;
 }

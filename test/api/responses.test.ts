@@ -37,6 +37,10 @@ async function setup(
 }
 
 const fast = { initialDelayMs: 1, maxDelayMs: 5 };
+const unicodeEscaped = (text: string) =>
+  Array.from(text, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`).join('');
+const percentEncoded = (text: string) =>
+  Array.from(Buffer.from(text), (byte) => `%${byte.toString(16).padStart(2, '0').toUpperCase()}`).join('');
 const validPage = { rows: [{ id: 'a1' }, { id: 'a2' }], nextCursor: 'c2' };
 
 describe('request shape', () => {
@@ -213,27 +217,58 @@ describe('errors', () => {
     expect(error.bodyExcerpt).toContain('[redacted]');
   });
 
-  it("leaves no part of an API key or IBAN unmasked when it runs across the excerpt's 512-byte cut", async () => {
+  it.each([
+    ['JSON-escaped with \\/', (key: string) => key.replaceAll('/', '\\/')],
+    [
+      'its slash and plus as \\u002F, \\u002b',
+      (key: string) => key.replace('/', '\\u002F').replace('+', '\\u002b'),
+    ],
+    ['every character \\u-escaped', (key: string) => unicodeEscaped(key)],
+    ['percent-encoded (%2F, %2B)', (key: string) => encodeURIComponent(key)],
+    [
+      'percent-encoded in lower case (%2f, %2b)',
+      (key: string) => encodeURIComponent(key).replace(/%../g, (e) => e.toLowerCase()),
+    ],
+    ['every character percent-encoded', (key: string) => percentEncoded(key)],
+  ])('never puts the API key in an error when the server echoes it %s', async (_how, echo) => {
+    const key = 'k3y/SECRET+abc';
+    const { client } = await setup(
+      (req, res) => {
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end(`{"message":"unknown key ${echo(String(req.headers['x-api-key']))}"}`);
+      },
+      { apiKey: key },
+    );
+    const error = (await client.exportPage({}).catch((e: unknown) => e)) as UpstreamUnauthorizedError;
+    expect(error).toBeInstanceOf(UpstreamUnauthorizedError);
+    expect(error.bodyExcerpt).toBe('{"message":"unknown key [redacted]"}');
+    expect(error.message).toContain('[redacted]');
+    expect(error.message).not.toMatch(/SECRET|abc/i);
+  });
+
+  it("leaves no part of an API key (as sent or echoed escaped) or IBAN unmasked when it runs across the excerpt's 512-byte cut", async () => {
     const key = 'QzK7wP2xVb9LmT4rYh8NcJ5d';
     const iban = 'DE89370400440532013000';
+    const echoes: Record<string, string> = {
+      key,
+      'key-escaped': unicodeEscaped(key),
+      'key-percent': percentEncoded(key).toLowerCase(),
+      iban,
+    };
     // Indentation collapses to one space, so whatever survives the cut fits the 200 characters shown.
     const { client } = await setup(
       (_req, res, _n, seen) => {
-        const [, what, offset] = /\/(key|iban)-(\d+)$/.exec(seen.url) ?? [];
+        const [, what, offset] = /\/([a-z-]+)-(\d+)$/.exec(seen.url) ?? [];
         res.writeHead(403, { 'content-type': 'application/json' });
-        res.end(
-          `{${' '.repeat(Number(offset) - 1)}${what === 'key' ? key : iban} has no access, ${'z'.repeat(600)}}`,
-        );
+        res.end(`{${' '.repeat(Number(offset) - 1)}${echoes[what!]} has no access, ${'z'.repeat(600)}}`);
       },
       { apiKey: key },
     );
     const pieces = (secret: string, n: number) =>
       Array.from({ length: secret.length - n + 1 }, (_, i) => secret.slice(i, i + n));
     for (let offset = 480; offset <= 515; offset++) {
-      for (const [what, secret, n] of [
-        ['key', key, 4],
-        ['iban', iban, 5],
-      ] as const) {
+      for (const [what, secret] of Object.entries(echoes)) {
+        const n = what === 'iban' ? 5 : 4;
         const error = (await client.getAlert(`${what}-${offset}`).catch((e: unknown) => e)) as Error & {
           bodyExcerpt: string;
         };
