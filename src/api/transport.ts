@@ -125,10 +125,19 @@ async function readExcerpt(body: Dispatcher.ResponseData['body'], apiKey: string
 
 /**
  * Text that looks like an IBAN, compact (`FR7630006000011234567890189`) or in groups of four
- * (`de89 3704 0044 0532 0130 00`), any case. It may catch an id of the same shape: that only hides
- * a little of a diagnostic excerpt.
+ * (`de89 3704 0044 0532 0130 00`), any case, with no letter or digit right before or after it (`_`
+ * may be, unlike with `\b`). The text is a raw body, so one right after a JSON escape (`\nFR76…`,
+ * `\u00a0FR76…`) counts too. It may catch an id of the same shape: that only hides a little of a
+ * diagnostic excerpt.
  */
-const IBAN_LIKE = /\b[A-Z]{2}\d{2}(?:[A-Z0-9]{10,30}|(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,3})?)\b/gi;
+const IBAN_LIKE = new RegExp(
+  [
+    String.raw`(?:(?<![A-Z0-9])|(?<=\\[bfnrt]|\\u[0-9A-F]{4}))`,
+    String.raw`[A-Z]{2}\d{2}(?:[A-Z0-9]{10,30}|(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,3})?)`,
+    '(?![A-Z0-9])',
+  ].join(''),
+  'gi',
+);
 /** The same before whitespace is collapsed, and how far past a cut such text can run. */
 const RAW_IBAN_LIKE = new RegExp(IBAN_LIKE.source.replaceAll(' ', '\\s+'), 'gi');
 const IBAN_LOOKAHEAD = 64;

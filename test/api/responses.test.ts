@@ -246,7 +246,7 @@ describe('errors', () => {
     expect(error.message).not.toMatch(/SECRET|abc/i);
   });
 
-  it("leaves no part of an API key (as sent or echoed escaped) or IBAN unmasked when it runs across the excerpt's 512-byte cut", async () => {
+  it("leaves no part of an API key or IBAN, however echoed, unmasked when it runs across the excerpt's 512-byte cut", async () => {
     const key = 'QzK7wP2xVb9LmT4rYh8NcJ5d';
     const iban = 'DE89370400440532013000';
     const echoes: Record<string, string> = {
@@ -254,6 +254,7 @@ describe('errors', () => {
       'key-escaped': unicodeEscaped(key),
       'key-percent': percentEncoded(key).toLowerCase(),
       iban,
+      'iban-escaped': `\\n${iban}`,
     };
     // Indentation collapses to one space, so whatever survives the cut fits the 200 characters shown.
     const { client } = await setup(
@@ -268,7 +269,7 @@ describe('errors', () => {
       Array.from({ length: secret.length - n + 1 }, (_, i) => secret.slice(i, i + n));
     for (let offset = 480; offset <= 515; offset++) {
       for (const [what, secret] of Object.entries(echoes)) {
-        const n = what === 'iban' ? 5 : 4;
+        const n = what.startsWith('iban') ? 5 : 4;
         const error = (await client.getAlert(`${what}-${offset}`).catch((e: unknown) => e)) as Error & {
           bodyExcerpt: string;
         };
@@ -278,6 +279,25 @@ describe('errors', () => {
           expect(error.bodyExcerpt, `${what} at byte ${offset}`).not.toContain(piece);
         }
       }
+    }
+  });
+
+  it.each([
+    ['a JSON \\n', 'rejected:\nFR7630006000011234567890189'],
+    ['a JSON \\t', 'rejected:\tFR7630006000011234567890189'],
+    ['a JSON \\u escape', 'rejected:\u0007FR7630006000011234567890189'],
+    ['an underscore', 'account_FR7630006000011234567890189'],
+    ['an underscore after it', 'FR7630006000011234567890189_rejected'],
+    ['a JSON \\n, in groups of four', 'rejected:\nFR76 3000 6000 0112 3456 7890 189'],
+  ])('masks an IBAN in an error body next to %s', async (_what, message) => {
+    const { client } = await setup((_req, res) => sendJson(res, 400, { code: 'INVALID', message }));
+    const error = (await client
+      .verify({ iban: 'FR7630006000011234567890189', party: { name: 'x' } })
+      .catch((e: unknown) => e)) as UpstreamClientError;
+    expect(error).toBeInstanceOf(UpstreamClientError);
+    for (const text of [error.message, error.bodyExcerpt ?? '']) {
+      expect(text).toContain('FR…0189');
+      expect(text.replaceAll(' ', '')).not.toContain('3000600001123456789');
     }
   });
 
