@@ -77,8 +77,31 @@ function tlsOptions(tls: TlsFiles | TlsPem | undefined): {
 }
 
 /**
- * Reads a whole body as UTF-8 and counts its bytes. One larger than the dispatcher's limit is a bad
- * response, not retried: the same page would be as large again.
+ * Strict, so that a body that is not UTF-8 is refused rather than passed on with U+FFFD in place of
+ * its bytes. A BOM is kept as text, as `Buffer#toString` kept it (JSON.parse refuses it).
+ */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * The offset of the first byte of `bytes` that is not UTF-8: where a lenient decoding first puts a
+ * U+FFFD that the bytes themselves do not spell (EF BF BD); all before it decodes as it stands.
+ */
+function firstInvalidByte(bytes: Buffer): number {
+  const text = bytes.toString('utf8');
+  let offset = 0;
+  let from = 0;
+  for (let at = text.indexOf('\uFFFD'); at !== -1; at = text.indexOf('\uFFFD', at + 1)) {
+    offset += Buffer.byteLength(text.slice(from, at));
+    if (bytes[offset] !== 0xef || bytes[offset + 1] !== 0xbf || bytes[offset + 2] !== 0xbd) return offset;
+    offset += 3;
+    from = at + 1;
+  }
+  return -1;
+}
+
+/**
+ * Reads a whole body as UTF-8 and counts its bytes. One larger than the dispatcher's limit, or not
+ * UTF-8, is a bad response, not retried: the same page would be as large, or as broken, again.
  */
 async function readAll(
   body: Dispatcher.ResponseData['body'],
@@ -97,10 +120,16 @@ async function readAll(
       err,
     );
   }
-  return {
-    text: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'),
-    bytes: bytes.byteLength,
-  };
+  try {
+    return { text: utf8.decode(bytes), bytes: bytes.byteLength };
+  } catch {
+    const at = firstInvalidByte(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+    const byte = `0x${bytes[at]?.toString(16).padStart(2, '0')}`;
+    throw new UpstreamBadResponseError(
+      `${context.method} ${context.path} answered a body that is not valid UTF-8 (at byte ${at}: ${byte})`,
+      context,
+    );
+  }
 }
 
 /** The first bytes of an error body, for diagnosis; the rest is discarded and the stream destroyed. */

@@ -102,6 +102,28 @@ describe('bodies', () => {
     expect(server.requests).toHaveLength(1);
   });
 
+  it('rejects a 200 whose body is not valid UTF-8 with a bad-response error naming the byte, instead of returning U+FFFD in its place', async () => {
+    // A genuine U+FFFD (EF BF BD) comes first: it is data, and the offset counts past it.
+    const head = Buffer.from('{"rows":[{"id":"a1","bic":"BNPA\uFFFD');
+    const body = Buffer.concat([head, Buffer.from([0xc3, 0x28]), Buffer.from('FRPP"}],"nextCursor":null}')]);
+    const { server, client } = await setup((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(body);
+    });
+    const error = (await client.exportPage({}, { retry: fast }).catch((e: unknown) => e)) as Error;
+    expect(error).toBeInstanceOf(UpstreamBadResponseError);
+    expect(error.message).toBe(
+      `GET /sharing/v1/alerts/export answered a body that is not valid UTF-8 (at byte ${head.length}: 0xc3)`,
+    );
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('reads a 200 body in UTF-8, a U+FFFD that it holds as data included', async () => {
+    const page = { rows: [{ id: 'a1', name: 'Jöhn Dœ \uFFFD 😀' }], nextCursor: null };
+    const { client } = await setup((_req, res) => sendJson(res, 200, page));
+    expect((await client.exportPage({})).rows).toEqual(page.rows);
+  });
+
   it('masks the IBANs of an export body that is not JSON in the error', async () => {
     const { client } = await setup((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -299,6 +321,16 @@ describe('errors', () => {
       expect(text).toContain('FR…0189');
       expect(text.replaceAll(' ', '')).not.toContain('3000600001123456789');
     }
+  });
+
+  it('still reports an error status whose body is not valid UTF-8, with U+FFFD in the excerpt', async () => {
+    const { client } = await setup((_req, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(Buffer.concat([Buffer.from('{"code":"BAD'), Buffer.from([0xff]), Buffer.from('"}')]));
+    });
+    const error = (await client.searchSent({}).catch((e: unknown) => e)) as UpstreamClientError;
+    expect(error).toBeInstanceOf(UpstreamClientError);
+    expect(error.bodyExcerpt).toBe('{"code":"BAD\uFFFD"}');
   });
 
   it('keeps only a short excerpt of a large error body', async () => {
