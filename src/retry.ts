@@ -57,7 +57,16 @@ export function backoffDelay(
   return Math.max(Math.min(retryAfterMs, MAX_RETRY_AFTER_MS), Math.min(base, policy.maxDelayMs));
 }
 
-/** Parses an HTTP `Retry-After` value (delta-seconds or HTTP-date) into milliseconds from `now`. */
+/**
+ * The asctime form of an HTTP-date (`Sun Nov  6 08:49:37 1994`), which names no zone: HTTP-dates
+ * are all GMT (RFC 9110 §5.6.7), whereas Date.parse reads a date without a zone as local time.
+ */
+const ASCTIME_DATE = /^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/;
+
+/**
+ * Parses an HTTP `Retry-After` value (delta-seconds or HTTP-date: IMF-fixdate, RFC 850 or asctime,
+ * all GMT) into milliseconds from `now`.
+ */
 export function parseRetryAfter(
   value: string | undefined | null,
   now: number = Date.now(),
@@ -66,7 +75,7 @@ export function parseRetryAfter(
   const trimmed = value.trim();
   if (trimmed === '') return undefined;
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
-  const at = Date.parse(trimmed);
+  const at = Date.parse(ASCTIME_DATE.test(trimmed) ? `${trimmed} GMT` : trimmed);
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - now);
 }

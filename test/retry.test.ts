@@ -183,6 +183,21 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('Sun, 22 Nov 2026 09:59:00 GMT', now)).toBe(0);
   });
 
+  it('reads all three HTTP-date forms as GMT, the asctime one too, whatever the local time zone', () => {
+    const tz = process.env.TZ;
+    process.env.TZ = 'America/New_York'; // Node applies a TZ set at run time to the dates made after
+    try {
+      const now = Date.UTC(2026, 10, 23, 12, 0, 0);
+      expect(parseRetryAfter('Mon, 23 Nov 2026 12:00:30 GMT', now)).toBe(30_000);
+      expect(parseRetryAfter('Monday, 23-Nov-26 12:00:30 GMT', now)).toBe(30_000);
+      expect(parseRetryAfter('Mon Nov 23 12:00:30 2026', now)).toBe(30_000);
+      expect(parseRetryAfter('Fri Nov  6 08:49:37 2026', Date.UTC(2026, 10, 6, 8, 49, 0))).toBe(37_000);
+    } finally {
+      if (tz === undefined) delete process.env.TZ;
+      else process.env.TZ = tz;
+    }
+  });
+
   it('ignores absent or unreadable values', () => {
     expect(parseRetryAfter(undefined)).toBeUndefined();
     expect(parseRetryAfter('soon')).toBeUndefined();
