@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { UpstreamBadResponseError, UpstreamTimeoutError } from '../errors.ts';
+import { InvalidInputError, UpstreamBadResponseError, UpstreamTimeoutError } from '../errors.ts';
 import { silentLogger } from '../logger.ts';
 import { defaultRetryPolicy, MAX_TIMER_MS, type RetryPolicy, retry } from '../retry.ts';
 import { errorForTransport, type RequestContext } from './http-errors.ts';
@@ -207,9 +207,20 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     searchReceived: (filters: ReceivedSearchFilters, opts) =>
       search('/sharing/v1/alerts/received/search', pick(filters, receivedKeys), false, opts),
     getAlert: (alertId, opts) => {
-      if (String(alertId) === '') return Promise.reject(new TypeError('getAlert: alertId must not be empty'));
+      const id = String(alertId);
+      if (id === '') return Promise.reject(new TypeError('getAlert: alertId must not be empty'));
+      // encodeURIComponent leaves dots alone, and `%2E` is no way out: a URL parser or a router
+      // normalising the path reads it as a dot too, and /alerts/.. as another endpoint.
+      if (id === '.' || id === '..') {
+        return Promise.reject(
+          new InvalidInputError(
+            'ALERT_ID_DOT_SEGMENT',
+            `getAlert: alert id "${id}" cannot be sent: in the path it reads as a dot segment, naming another endpoint`,
+          ),
+        );
+      }
       return call(
-        { method: 'GET', path: `/sharing/v1/alerts/${encodeURIComponent(String(alertId))}` },
+        { method: 'GET', path: `/sharing/v1/alerts/${encodeURIComponent(id)}` },
         (value, _raw, context) => validated(fullAlertSchema, value, context),
         retryDefaults.search,
         opts,

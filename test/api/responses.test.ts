@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type ApiClient, type ApiClientOptions, createApiClient } from '../../src/api/index.ts';
 import {
   AbortedError,
+  InvalidInputError,
   UpstreamBadResponseError,
   UpstreamClientError,
   UpstreamConnectionError,
@@ -69,6 +70,19 @@ describe('request shape', () => {
     expect(server.requests[0]?.url).toBe(
       '/api/sharing/v1/alerts/export?updatedAfter=2026-01-01T00%3A00%3A00.000Z&cursor=a+b%26c',
     );
+  });
+  it('refuses the alert ids . and .., which would name another endpoint as dot segments, sending nothing', async () => {
+    const { server, client } = await setup((_req, res) => sendJson(res, 200, { id: 'x' }));
+    for (const id of ['.', '..']) {
+      const error = await client.getAlert(id).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidInputError);
+      expect(error).toMatchObject({ rule: 'ALERT_ID_DOT_SEGMENT', retriable: false });
+    }
+    expect(server.requests).toHaveLength(0);
+    // Other ids with dots are path segments like any other.
+    await client.getAlert('...');
+    await client.getAlert('a..b');
+    expect(server.requests.map((r) => r.url)).toEqual(['/sharing/v1/alerts/...', '/sharing/v1/alerts/a..b']);
   });
 });
 
