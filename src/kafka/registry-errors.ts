@@ -19,6 +19,12 @@ export function isNotFound(err: unknown): boolean {
   return statusOf(err) === 404;
 }
 
+/** The registry refused the account the request (401, 403). */
+export function isRefused(err: unknown): boolean {
+  const status = statusOf(err);
+  return status === 401 || status === 403;
+}
+
 /** True when asking again later may succeed: the registry is unreachable, overloaded or failing. */
 export function isRetriableRegistryFailure(err: unknown): boolean {
   const message = err instanceof Error ? err.message : String(err);

@@ -11,7 +11,7 @@ import {
   fullName,
   subjectFor,
 } from './avro-encoder.ts';
-import { isNotFound, registryError } from './registry-errors.ts';
+import { isNotFound, isRefused, isRetriableRegistryFailure, registryError } from './registry-errors.ts';
 import { unframe } from './wire-format.ts';
 
 export { type AvroSchemaJson, type Encoder, fullName, subjectFor };
@@ -123,11 +123,21 @@ export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegi
           try {
             await listSubjects();
           } catch (probe) {
-            throw new SchemaRegistryError(
-              `reading schema id ${schemaId} answered 404, and so did listing the registry's subjects ` +
-                `(${(probe as Error).message}): is SCHEMA_REGISTRY_URL the registry's Confluent-compatible API base?`,
-              { cause: err, retriable: !isNotFound(probe) },
-            );
+            if (isNotFound(probe)) {
+              throw new SchemaRegistryError(
+                `reading schema id ${schemaId} answered 404, and so did listing the registry's subjects ` +
+                  `(${(probe as Error).message}): is SCHEMA_REGISTRY_URL the registry's Confluent-compatible API base?`,
+                { cause: err, retriable: false },
+              );
+            }
+            // A registry that refuses this account the list (401, 403) is a registry all the same.
+            if (!isRefused(probe)) {
+              throw new SchemaRegistryError(
+                `reading schema id ${schemaId} answered 404, and listing the registry's subjects failed: ` +
+                  (probe as Error).message,
+                { cause: probe, retriable: isRetriableRegistryFailure(probe) },
+              );
+            }
           }
           throw new DecodeError(`schema id ${schemaId} is unknown to the registry`, { cause: err });
         },

@@ -103,14 +103,24 @@ describe('schema registry client against a registry that never answers', () => {
   );
 });
 
-/** A registry answering `GET /subjects` with `subjects` (404 when null) and 404 to everything else. */
-async function notFoundRegistry(subjects: string[] | null): Promise<{ url: string; paths: string[] }> {
+/**
+ * A registry answering `GET /subjects` with `subjects` (404 when null, that status when a number) and
+ * 404 to everything else.
+ */
+async function notFoundRegistry(
+  subjects: string[] | number | null,
+): Promise<{ url: string; paths: string[] }> {
   const paths: string[] = [];
   const server = createHttpServer((req, res) => {
     paths.push(req.url ?? '');
-    const listed = subjects !== null && req.url?.endsWith('/subjects');
-    res.writeHead(listed ? 200 : 404, { 'content-type': 'application/vnd.schemaregistry.v1+json' });
-    res.end(JSON.stringify(listed ? subjects : { error_code: 40403, message: 'Not Found' }));
+    const listing = req.url?.endsWith('/subjects') && subjects !== null;
+    const status = !listing ? 404 : typeof subjects === 'number' ? subjects : 200;
+    res.writeHead(status, { 'content-type': 'application/vnd.schemaregistry.v1+json' });
+    res.end(
+      JSON.stringify(
+        status === 200 ? subjects : { error_code: status * 100 + 3, message: `answered ${status}` },
+      ),
+    );
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -135,6 +145,26 @@ describe('schema registry client on a 404', () => {
     expect(err).toBeInstanceOf(DecodeError);
     expect((err as Error).message).toBe('schema id 7 is unknown to the registry');
     expect(registry.paths).toEqual(['/apis/ccompat/v7/schemas/ids/7', '/apis/ccompat/v7/subjects']);
+  });
+
+  it.each([401, 403])(
+    'reads an unknown schema id as bad data when the registry refuses to list its subjects (%i)',
+    async (status) => {
+      // Something that tells who may list subjects is a registry: its 404 for the id stands.
+      const registry = await notFoundRegistry(status);
+      const err = (await failureOf(createSchemaRegistry({ url: registry.url }).decode(wireFormat(7)))).err;
+      expect(err).toBeInstanceOf(DecodeError);
+    },
+  );
+
+  it('stops on a retriable error naming the failure when listing the subjects fails (503)', async () => {
+    const registry = await notFoundRegistry(503);
+    const err = (await failureOf(createSchemaRegistry({ url: registry.url }).decode(wireFormat(7)))).err;
+    expect(err).toBeInstanceOf(SchemaRegistryError);
+    expect(isRetriable(err)).toBe(true);
+    expect((err as Error).message).toMatch(
+      /^reading schema id 7 answered 404, and listing the registry's subjects failed: .*answered 503/,
+    );
   });
 
   it('blames the registry URL, not the data, when the registry answers 404 to everything', async () => {
