@@ -4,10 +4,11 @@ import { type FraudlinkError, SchemaRegistryError } from '../errors.ts';
  * Socket-level failures. mappersmith, the HTTP layer of @kafkajs/confluent-schema-registry, reports a
  * failed connection as a response of status 400 whose message is the socket error's, and drops the
  * original error: its code survives only in the message text. A request that reached its timeout
- * (registry.ts sets one on each) is reported the same way, as "Timeout (10000ms)".
+ * (registry.ts sets one on each) is reported the same way, as "Timeout (10000ms)", and a connection
+ * dropped during the TLS handshake by Node's own message for it (its ECONNRESET code is not in it).
  */
 const NETWORK_FAILURE =
-  /\b(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EPIPE|socket hang up)\b|\bTimeout \(\d+ ?ms\)/;
+  /\b(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EPIPE|socket hang up)\b|\bTimeout \(\d+ ?ms\)|\bClient network socket disconnected before secure TLS connection was established\b/;
 
 function statusOf(err: unknown): number | undefined {
   const status = (err as { status?: unknown } | null)?.status;

@@ -103,6 +103,23 @@ describe('schema registry client against a registry that never answers', () => {
   );
 });
 
+describe('schema registry client over TLS', () => {
+  it('fails with a retriable SchemaRegistryError when the connection drops during the TLS handshake', async () => {
+    // Accepts each connection and closes it before answering the ClientHello: a registry restarting
+    // behind its load balancer, say.
+    const server: Server = createServer((socket) => socket.destroy());
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    servers.push({ server, sockets: [] });
+    const { port } = server.address() as { port: number };
+    const registry = createSchemaRegistry({ url: `https://127.0.0.1:${port}/apis/ccompat/v7` });
+    const { err } = await failureOf(registry.decode(wireFormat(7)));
+    expect(err).toBeInstanceOf(SchemaRegistryError);
+    expect((err as Error).message).toMatch(/before secure TLS connection was established/);
+    expect(isRetriable(err)).toBe(true);
+  });
+});
+
 /**
  * A registry answering `GET /subjects` with `subjects` (404 when null, that status when a number) and
  * 404 to everything else.
