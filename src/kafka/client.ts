@@ -20,6 +20,8 @@ export interface KafkaClientOptions {
   logger: Logger;
   /** Client-level retries of connections and metadata calls; probes want few. */
   retry?: { retries: number; initialRetryTime: number };
+  /** How long a request waits for the broker's answer (default 30 s); probes want less. */
+  requestTimeoutMs?: number;
 }
 
 function saslOf(config: KafkaConfig): SASLOptions | undefined {
@@ -28,7 +30,12 @@ function saslOf(config: KafkaConfig): SASLOptions | undefined {
   return { mechanism: sasl.mechanism, username: sasl.username, password: sasl.password } as SASLOptions;
 }
 
-export function createKafkaClient({ config, logger, retry }: KafkaClientOptions): KafkaClient {
+export function createKafkaClient({
+  config,
+  logger,
+  retry,
+  requestTimeoutMs = 30_000,
+}: KafkaClientOptions): KafkaClient {
   const log = logger.child({ component: 'kafkajs' });
   cacheCoordinatorLookups();
   const options: KafkajsConfig = {
@@ -36,7 +43,7 @@ export function createKafkaClient({ config, logger, retry }: KafkaClientOptions)
     brokers: config.brokers,
     ssl: config.ssl,
     connectionTimeout: 5000,
-    requestTimeout: 30_000,
+    requestTimeout: requestTimeoutMs,
     logCreator: pinoLogCreator(log),
     retry: retry ?? { initialRetryTime: 100, retries: 8 },
     socketFactory: noDelaySocketFactory,
@@ -50,6 +57,8 @@ export function createKafkaClient({ config, logger, retry }: KafkaClientOptions)
     try {
       await a.connect();
     } catch (err) {
+      // As a producer's (producer.ts): the caller gets nothing to close.
+      await a.disconnect().catch(() => {});
       throw toKafkaError(err, 'connect admin');
     }
     return wrapAdmin(a);

@@ -258,6 +258,9 @@ export async function createProducer(
   try {
     await producer.connect();
   } catch (err) {
+    // Its connection may be open (a broker that accepted it and never answered): the caller gets no
+    // producer to close, and the socket would keep its process alive.
+    await producer.disconnect().catch(() => {});
     throw toKafkaError(err, 'connect producer');
   }
   return {

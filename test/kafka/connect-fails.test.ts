@@ -1,0 +1,11 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { expect, it } from 'vitest';
+
+const fixture = fileURLToPath(new URL('./fixtures/connect-fails.ts', import.meta.url));
+
+it('closes the connection of a producer or admin client whose connect() failed, which the caller cannot close', async () => {
+  const { stdout } = await promisify(execFile)(process.execPath, [fixture]);
+  expect(JSON.parse(stdout)).toEqual({ failures: [], open: 0 });
+}, 60_000);
