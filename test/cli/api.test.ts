@@ -147,6 +147,7 @@ describe('fraudlink api', { timeout: 60_000 }, () => {
     ['an IBAN with a bad checksum', ['verify', '--iban', 'DE89370400440532013001', '--name', 'A']],
     ['a missing name', ['verify', '--iban', 'DE89370400440532013000']],
     ['an unknown option', ['get', '1', '--verbose']],
+    ['an alert id that is a dot segment', ['get', '..']],
     ['a filter of the other search', ['received-search', '--bic', 'X']],
   ])('exits 2 on %s', async (_what, args) => {
     const run = await fraudlink(args);

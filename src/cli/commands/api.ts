@@ -51,6 +51,14 @@ function nonEmpty(value: string): string {
   return value;
 }
 
+/** getAlert refuses `.` and `..` (dot segments in the path): a usage error here, not a failure. */
+function alertIdOf(value: string): string {
+  const id = nonEmpty(value);
+  if (id === '.' || id === '..')
+    throw new InvalidArgumentError('must not be "." or ".." (a dot segment in the path)');
+  return id;
+}
+
 interface Session {
   client: ApiClient;
   /** Per-call options: the abort signal (SIGINT, SIGTERM, closed stdout), retries, retry logging. */
@@ -254,7 +262,7 @@ export function registerApiCommand(program: Command, ctx: CliContext): void {
     api
       .command('get')
       .description('fetch one alert in full (GET /sharing/v1/alerts/{alertId})')
-      .argument('<alertId>', 'the alert identifier', nonEmpty),
+      .argument('<alertId>', 'the alert identifier', alertIdOf),
   )
     .addHelpText('after', HELP_FOOTER)
     .action((alertId: string, opts: { retries?: number }) =>
