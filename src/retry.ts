@@ -62,6 +62,8 @@ export function backoffDelay(
  * are all GMT (RFC 9110 §5.6.7), whereas Date.parse reads a date without a zone as local time.
  */
 const ASCTIME_DATE = /^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/;
+/** IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) and RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`). */
+const GMT_DATE = /^[A-Za-z]{3,9}, \d{1,2}[ -][A-Za-z]{3}[ -]\d{2}(\d{2})? \d{2}:\d{2}:\d{2} GMT$/;
 
 /**
  * Parses an HTTP `Retry-After` value (delta-seconds or HTTP-date: IMF-fixdate, RFC 850 or asctime,
@@ -75,7 +77,12 @@ export function parseRetryAfter(
   const trimmed = value.trim();
   if (trimmed === '') return undefined;
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
-  const at = Date.parse(ASCTIME_DATE.test(trimmed) ? `${trimmed} GMT` : trimmed);
+  // Only the HTTP-date forms: Date.parse makes a date of almost anything ('-1', 'in 5').
+  const at = ASCTIME_DATE.test(trimmed)
+    ? Date.parse(`${trimmed} GMT`)
+    : GMT_DATE.test(trimmed)
+      ? Date.parse(trimmed)
+      : Number.NaN;
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - now);
 }

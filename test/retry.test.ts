@@ -201,6 +201,9 @@ describe('parseRetryAfter', () => {
   it('ignores absent or unreadable values', () => {
     expect(parseRetryAfter(undefined)).toBeUndefined();
     expect(parseRetryAfter('soon')).toBeUndefined();
+    // Date.parse makes dates of these, all in the past: a wait of 0 instead of the backoff's.
+    for (const value of ['-1', '+5', '5, 5', 'in 5', 'Nov 23'])
+      expect(parseRetryAfter(value), value).toBeUndefined();
   });
 });
 
