@@ -33,7 +33,8 @@ import type { GroupMembership } from './types.ts';
  * epoch before its bump) and answers it as it answered the first, so a commit whose response was
  * lost still commits once; a repeated AddOffsetsToTxn adds what is added already. And
  * TxnOffsetCommit's retry after a coordinator that moved or was loading now runs (see the codes
- * below), also after a lost connection or response: the same offsets, sent again.
+ * below), also after a lost connection or response, and (v2) while the previous transaction's
+ * markers are still being written: the same offsets, sent again.
  *
  * Installed in the CommonJS cache in place of kafkajs's module (kafkajs.ts), so kafkajs's producer
  * creates it.
@@ -156,7 +157,17 @@ const COORDINATOR_LOAD_IN_PROGRESS = 14;
 const COORDINATOR_NOT_AVAILABLE = 15;
 const NOT_COORDINATOR = 16;
 const CONCURRENT_TRANSACTIONS = 51;
-const COMMIT_RETRIABLE_CODES = [UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_LOAD_IN_PROGRESS];
+/**
+ * TxnOffsetCommit answers retried with the same coordinator. On v2 the group coordinator answers
+ * CONCURRENT_TRANSACTIONS while the transaction coordinator still writes the markers of this
+ * producer's previous transaction (TxnOffsetCommit v5 enrols the offsets itself); the Java client
+ * retries it as every retriable error (KAFKA-16122).
+ */
+const COMMIT_RETRIABLE_CODES = [
+  UNKNOWN_TOPIC_OR_PARTITION,
+  COORDINATOR_LOAD_IN_PROGRESS,
+  CONCURRENT_TRANSACTIONS,
+];
 const STALE_COORDINATOR_CODES = [COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR];
 /**
  * Answers of the transaction coordinator to EndTxn and AddOffsetsToTxn that the Java client retries
@@ -446,7 +457,7 @@ export function createEosManager({
           } catch (e) {
             const { code, message, stack } = e as ProtocolError;
             if (COMMIT_RETRIABLE_CODES.includes(code as number)) {
-              logger.debug('Group coordinator is not ready yet, retrying', {
+              logger.debug('Group coordinator not ready for the offsets yet, retrying', {
                 error: message,
                 stack,
                 transactionalId,

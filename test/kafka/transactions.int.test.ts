@@ -480,6 +480,42 @@ describe("Kafka's transaction protocols on a real broker (it finalizes transacti
     });
   }
 
+  it("commits offsets-only transactions back to back on v2, retrying TxnOffsetCommit while the last one's markers are written", async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['tx-offsets-back-to-back']);
+    const admin = await kafka.admin();
+    onTestFinished(() => admin.close());
+    const original = Broker.prototype.txnOffsetCommitFlexible;
+    let concurrent = 0;
+    const commits = vi.spyOn(Broker.prototype, 'txnOffsetCommitFlexible').mockImplementation(async function (
+      this: unknown,
+      args,
+    ) {
+      try {
+        return await original.call(this, args);
+      } catch (e) {
+        if (hasErrorType(e, 'CONCURRENT_TRANSACTIONS')) concurrent++;
+        throw e;
+      }
+    });
+    onTestFinished(() => commits.mockRestore());
+    const producer = await kafka.transactionalProducer({ transactionalId: uniqueName('tx-offsets-only') });
+    onTestFinished(() => producer.close());
+    const groupId = uniqueName('tx-offsets-only-group');
+
+    // A consumer that answers nothing for its records still commits their offsets, one
+    // transaction each: the next TxnOffsetCommit v5 meets the last transaction's markers.
+    for (let i = 1; i <= 100; i++) {
+      await producer.transaction([], {
+        consumerOffsets: { groupId, offsets: [{ topic, partition: 0, offset: String(i) }] },
+      });
+    }
+    expect(concurrent).toBeGreaterThan(0);
+    await expect
+      .poll(() => admin.groupOffsets(groupId, topic), { timeout: 30_000 })
+      .toEqual([{ partition: 0, offset: '100' }]);
+  });
+
   it('starts a member at the offsets of a transaction still completing, once it completes (stable offsets)', async () => {
     const { kafka } = testClients();
     const [topic = ''] = await testTopics(kafka, ['tx-stable-offsets']);
