@@ -36,6 +36,9 @@ import type { GroupMembership } from './types.ts';
  * below), also after a lost connection or response, and (v2) while the previous transaction's
  * markers are still being written: the same offsets, sent again.
  *
+ * A producer whose v1 transaction ended with a partition's sequence moved back by kafkajs after a
+ * failed Produce (the batch possibly written) refuses to begin another (`unresolvedSequences`).
+ *
  * Installed in the CommonJS cache in place of kafkajs's module (kafkajs.ts), so kafkajs's producer
  * creates it.
  */
@@ -209,6 +212,15 @@ export function createEosManager({
   let hasOffsetsAddedToTransaction = false;
   /** Whether the current transaction takes the v2 protocol (decided at its first request). */
   let transactionV2 = false;
+  /**
+   * Partitions ("topic:partition") whose last Produce failed: kafkajs rolled their sequence back,
+   * though the broker may have written the batch (a lost response). A successful retry sends the
+   * same sequence again and resolves the partition. One left unresolved when a v1 transaction ends
+   * stays under the same epoch (EndTxn v5 bumps it, InitProducerId gives a new one), and a later
+   * batch from that sequence would be taken by the broker for the written one, acknowledged and
+   * dropped as a duplicate: the producer then starts no more transactions (beginTransaction).
+   */
+  let unresolvedSequences = new Set<string>();
 
   const stateMachine = createStateMachine({ logger });
   stateMachine.on('transition', ({ to }) => {
@@ -281,6 +293,7 @@ export function createEosManager({
     producerId = nextId;
     producerEpoch = nextEpoch;
     producerSequence = {};
+    unresolvedSequences = new Set();
     logger.debug('Producer epoch bumped by the end of the transaction', { producerId, producerEpoch });
   }
 
@@ -315,6 +328,7 @@ export function createEosManager({
             producerId = result.producerId;
             producerEpoch = result.producerEpoch;
             producerSequence = {};
+            unresolvedSequences = new Set();
             brokerMutexLocks = {};
             logger.debug('Initialized producer id & epoch', { producerId, producerEpoch });
           } catch (e) {
@@ -345,9 +359,15 @@ export function createEosManager({
         return topicSequence[partition];
       },
 
-      /** Advances a partition's sequence (nothing before initialization: not idempotent). */
+      /**
+       * Advances a partition's sequence (nothing before initialization: not idempotent) before a
+       * Produce, or moves it back (a negative increment) after the Produce failed.
+       */
       updateSequence(topic: string, partition: number, increment: number) {
         if (!eosManager.isInitialized()) return;
+        const key = `${topic}:${partition}`;
+        if (increment < 0) unresolvedSequences.add(key);
+        else unresolvedSequences.delete(key);
         let sequence = eosManager.getSequence(topic, partition) + increment;
         // The sequence is an Int32 in the record batch.
         if (sequence >= INT_32_MAX_VALUE) {
@@ -359,6 +379,14 @@ export function createEosManager({
 
       beginTransaction() {
         transactionalGuard();
+        if (unresolvedSequences.size > 0) {
+          throw new KafkaJSNonRetriableError(
+            `transactional producer ${transactionalId} must be recreated: a Produce of its last ` +
+              'transaction failed after the broker may have written it, and on transaction protocol ' +
+              "v1 the next transaction's records would reuse its sequence numbers under the same " +
+              'epoch, to be dropped by the broker as duplicates',
+          );
+        }
         stateMachine.transitionTo(STATES.TRANSACTING);
         transactionV2 = false;
       },

@@ -26,9 +26,11 @@ const Broker = require('@fraudlink/kafkajs/src/broker/index.js') as {
 const { createErrorFromCode } = require('@fraudlink/kafkajs/src/protocol/error.js') as {
   createErrorFromCode: (code: number) => unknown;
 };
-const { KafkaJSRequestTimeoutError } = require('@fraudlink/kafkajs/src/errors.js') as {
-  KafkaJSRequestTimeoutError: new (message: string) => Error;
-};
+const { KafkaJSNonRetriableError, KafkaJSRequestTimeoutError } =
+  require('@fraudlink/kafkajs/src/errors.js') as {
+    KafkaJSNonRetriableError: new (message: string) => Error;
+    KafkaJSRequestTimeoutError: new (message: string) => Error;
+  };
 
 /** Type of the produce spy: kafkajs's Broker.produce, as the tests below watch it. */
 type ProduceSpy = { mock: { calls: unknown[][] } };
@@ -479,6 +481,77 @@ describe("Kafka's transaction protocols on a real broker (it finalizes transacti
       expect(seen.map((x) => text(x.value))).toEqual(['before', 'after']);
     });
   }
+
+  /**
+   * A producer on `protocol` whose first transaction's Produce the broker writes while the client
+   * sees it fail with `lost` (once), and what a second transaction then does.
+   */
+  async function afterAWrittenProduceFailed(protocol: 'v1' | 'auto', lost: () => Error) {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['tx-seq-reuse']);
+    const original = Broker.prototype.produce;
+    const produce = vi.spyOn(Broker.prototype, 'produce').mockImplementationOnce(async function (
+      this: unknown,
+      args,
+    ) {
+      await original.call(this, args);
+      throw lost();
+    });
+    onTestFinished(() => produce.mockRestore());
+    const producer = await kafka.transactionalProducer({
+      transactionalId: uniqueName('tx-seq-reuse'),
+      transactionProtocol: protocol,
+    });
+    onTestFinished(() => producer.close());
+    const first = producer.transaction([{ topic, key: 'k', value: Buffer.from('first') }]).then(
+      () => 'committed',
+      (e: unknown) => e,
+    );
+    const second = await first.then(() =>
+      producer.transaction([{ topic, key: 'k', value: Buffer.from('second') }]).then(
+        () => 'committed',
+        (e: unknown) => e,
+      ),
+    );
+    return { kafka, topic, first: await first, second };
+  }
+
+  it('refuses a transaction after one whose Produce failed once written (v1): its records would be dropped as duplicates', async () => {
+    // Not retried by kafkajs: as a lost response once its retries are spent, in a moment.
+    const { kafka, topic, first, second } = await afterAWrittenProduceFailed(
+      'v1',
+      () => new KafkaJSNonRetriableError('Produce response lost (dropped by the test)'),
+    );
+    expect(first).toBeInstanceOf(KafkaError);
+    expect(second).toBeInstanceOf(KafkaError);
+    expect(second).toMatchObject({ retriable: false, message: expect.stringMatching(/must be recreated/) });
+    const seen: string[] = [];
+    await kafka.readTopic(topic, (records) => void seen.push(...records.map((r) => text(r.value) ?? '')));
+    expect(seen).toEqual([]);
+  });
+
+  it('goes on after a Produce whose lost response kafkajs retried, each record read once (v1)', async () => {
+    const { kafka, topic, first, second } = await afterAWrittenProduceFailed(
+      'v1',
+      () => new KafkaJSRequestTimeoutError('Request Produce timed out (response dropped by the test)'),
+    );
+    expect([first, second]).toEqual(['committed', 'committed']);
+    const seen: string[] = [];
+    await kafka.readTopic(topic, (records) => void seen.push(...records.map((r) => text(r.value) ?? '')));
+    expect(seen).toEqual(['first', 'second']);
+  });
+
+  it('goes on after a transaction whose Produce failed once written (v2: its end bumps the epoch)', async () => {
+    const { kafka, topic, first, second } = await afterAWrittenProduceFailed(
+      'auto',
+      () => new KafkaJSNonRetriableError('Produce response lost (dropped by the test)'),
+    );
+    expect(first).toBeInstanceOf(KafkaError);
+    expect(second).toBe('committed');
+    const seen: string[] = [];
+    await kafka.readTopic(topic, (records) => void seen.push(...records.map((r) => text(r.value) ?? '')));
+    expect(seen).toEqual(['second']);
+  });
 
   it("commits offsets-only transactions back to back on v2, retrying TxnOffsetCommit while the last one's markers are written", async () => {
     const { kafka } = testClients();
