@@ -6,6 +6,7 @@ import type * as Lz4 from 'lz4-napi';
 import type * as Snappy from 'snappy';
 import type { KafkaCompression } from '../config/index.ts';
 import { KafkaError } from '../errors.ts';
+import { type DecompressionBudget, fetchBudget } from './fetch-budget.ts';
 
 /**
  * Kafka's compression codecs for kafkajs, which decodes only gzip itself: a record batch compressed
@@ -42,6 +43,16 @@ import { KafkaError } from '../errors.ts';
  * allocated: a small batch of one compressed run of zeros (a "bomb", by mistake or malice: ZSTD
  * turns 1 MB into tens of GB) would otherwise take the process's memory, and the container would
  * be killed with no word of why, again at every restart.
+ *
+ * A fetch response's batches decompress to at most its budget together (fetch-budget.ts: the
+ * fetch's `maxBytes`, at most `MAX_DECOMPRESSED_BYTES`), checked the same way. Its first compressed
+ * batch may take the whole bound, as a broker returns a fetch's first batch whatever its
+ * `maxBytes`; a later one that would pass what the budget has left is not decompressed, and its
+ * partition's records in the response end before it, as a fetch cut at its `maxBytes` ends
+ * (kafkajs's KafkaJSPartialMessageError): the consumer fetches it again next, as a first batch.
+ * Failing the fetch instead would stop any reader of a compressed topic whose records compress
+ * better than a fetch's compressed bytes allow (16 MiB a partition at 4:1 is 64 MiB; JSON and
+ * Avro records compress 5–20:1).
  */
 
 const require = createRequire(import.meta.url);
@@ -56,13 +67,16 @@ let lz4: typeof Lz4 | undefined;
 let snappy: typeof Snappy | undefined;
 const lz4Module = () => (lz4 ??= require('lz4-napi') as typeof Lz4);
 const snappyModule = () => (snappy ??= require('snappy') as typeof Snappy);
+const { KafkaJSPartialMessageError } = require('@fraudlink/kafkajs/src/errors.js') as {
+  KafkaJSPartialMessageError: new (message: string) => Error;
+};
 
 /**
- * The most one record batch may decompress to: 64 MiB, what a fetch takes of uncompressed batches
- * (consumer.ts, read-topic.ts), so that a compressed topic costs a reader no more memory than an
- * uncompressed one (the chart gives the verifier 512 MiB). A batch the broker takes at its default
- * `max.message.bytes` (1 MiB) reaches it only past 64:1, where JSON and Avro records compress
- * 5–20:1.
+ * The most one record batch, and one fetch response's batches together, may decompress to: 64 MiB,
+ * what a fetch takes of uncompressed batches (consumer.ts, read-topic.ts), so that a compressed
+ * topic costs a reader no more memory than an uncompressed one (the chart gives the verifier
+ * 512 MiB). A batch the broker takes at its default `max.message.bytes` (1 MiB) reaches it only
+ * past 64:1, where JSON and Avro records compress 5–20:1.
  */
 export const MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024;
 
@@ -178,7 +192,17 @@ function zlibDecompress(decompress: (data: Buffer, options: { maxOutputLength: n
 
 const gzip = promisify(zlib.gzip);
 
-/** A codec whose decompression failures name the codec and the batch's compressed size. */
+/** A batch left for the next fetch: kafkajs's fetch decoders end a partition's batches at it. */
+const leftForNextFetch = (name: string, budget: DecompressionBudget) =>
+  new KafkaJSPartialMessageError(
+    `a ${name} record batch left for the next fetch: this fetch response has decompressed ` +
+      `${budget.spent} of its ${budget.maxBytes} bytes`,
+  );
+
+/**
+ * A codec whose decompression failures name the codec and the batch's compressed size, bounded by
+ * `maxBytes` and, within a fetch response, by what the response's budget has left.
+ */
 function codec(
   name: string,
   compress: (data: Buffer) => Promise<Buffer>,
@@ -188,9 +212,15 @@ function codec(
   return {
     compress: (encoder) => compress(encoder.buffer),
     async decompress(buffer) {
+      const budget = fetchBudget();
+      const left = budget?.spent ? Math.min(maxBytes, budget.maxBytes - budget.spent) : maxBytes;
+      if (budget && left <= 0) throw leftForNextFetch(name, budget);
       try {
-        return decompress(buffer, maxBytes);
+        const output = decompress(buffer, left);
+        if (budget) budget.spent += output.length;
+        return output;
       } catch (err) {
+        if (budget && left < maxBytes && err instanceof TooLargeError) throw leftForNextFetch(name, budget);
         throw new KafkaError(
           `could not decompress a ${name} record batch (${buffer.length} bytes compressed): ` +
             (err instanceof Error ? err.message : String(err)),

@@ -113,3 +113,49 @@ describe("Kafka's compression codecs (a real broker)", () => {
     },
   );
 });
+
+describe("a fetch response's decompression budget (a real broker)", () => {
+  it("leaves the compressed batches that would pass a fetch's maxBytes uncompressed for the next fetch, and reads every record", async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['codec-budget']);
+    const brokers = stackEnv().KAFKA_BROKERS.split(',');
+    const client = new kafkajs.Kafka({ brokers, logLevel: kafkajs.logLevel.NOTHING });
+    const producer = client.producer();
+    await producer.connect();
+    onTestFinished(() => producer.disconnect());
+    // Six batches of 400 KB each, a few hundred bytes compressed: one fetch holds them all.
+    const value = (i: number) => Buffer.alloc(400 * 1024, String(i));
+    for (let i = 0; i < 6; i++) {
+      await producer.send({
+        topic,
+        compression: CompressionTypes.ZSTD,
+        messages: [{ key: `${i}`, value: value(i) }],
+      });
+    }
+
+    // The fetch's maxBytes (1 MiB here, 64 MiB in consumer.ts and read-topic.ts) is its budget.
+    const consumer = client.consumer({ groupId: uniqueName('codec-budget'), maxBytes: 1024 * 1024 });
+    onTestFinished(() => consumer.disconnect());
+    const batches: string[][] = [];
+    const all = Promise.withResolvers<void>();
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    await consumer.run({
+      eachBatch: async ({ batch }) => {
+        batches.push(
+          batch.messages.map((m) =>
+            m.value?.equals(value(Number(m.key))) ? `${m.key}` : `${m.key} (wrong value)`,
+          ),
+        );
+        if (batches.flat().length === 6) all.resolve();
+      },
+    });
+    await all.promise;
+    // Two batches (800 KB) a fetch: a third would pass 1 MiB.
+    expect(batches).toEqual([
+      ['0', '1'],
+      ['2', '3'],
+      ['4', '5'],
+    ]);
+  });
+});

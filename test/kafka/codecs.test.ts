@@ -10,6 +10,7 @@ import {
   snappyLength,
   xerialBlocks,
 } from '../../src/kafka/codecs.ts';
+import { fetchBudget, withDecompressionBudget } from '../../src/kafka/fetch-budget.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 
 const XERIAL_HEADER = Buffer.concat([
@@ -156,4 +157,83 @@ describe('compression codecs', () => {
       expect((err as Error).cause).toBeInstanceOf(Error);
     },
   );
+});
+
+describe("a fetch response's decompression budget", () => {
+  const KB = 1024;
+  /** A batch of `bytes` alike bytes compressed by `name`, a few hundred bytes at most. */
+  const batchOf = (name: keyof typeof CODECS, bytes: number) =>
+    CODECS[name].compress({ buffer: Buffer.alloc(bytes, 'a') });
+  const failure = (promise: Promise<unknown>) =>
+    promise.then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+
+  it.each(Object.keys(CODECS) as (keyof typeof CODECS)[])(
+    '%s: leaves a batch that would pass what the response has left for the next fetch, as kafkajs leaves a partial one',
+    async (name) => {
+      const batch = await batchOf(name, 400 * KB);
+      // An LZ4 frame counts as its block maximum (4 MiB as lz4-napi writes it) for each compressed
+      // block (lz4FrameBound): the budget leaves room for a second batch by that count.
+      const budget = 400 * KB + (name === 'LZ4' ? (lz4FrameBound(batch) ?? 0) : 400 * KB);
+      await withDecompressionBudget(budget, async () => {
+        expect((await CODECS[name].decompress(batch)).length).toBe(400 * KB);
+        expect((await CODECS[name].decompress(batch)).length).toBe(400 * KB);
+        const err = await failure(CODECS[name].decompress(batch));
+        // kafkajs's fetch decoders end the partition's batches at this error, and the next fetch
+        // starts with this batch.
+        expect(err?.name).toBe('KafkaJSPartialMessageError');
+        expect(err?.message).toBe(
+          `a ${name} record batch left for the next fetch: this fetch response has decompressed ` +
+            `${800 * KB} of its ${budget} bytes`,
+        );
+        expect(fetchBudget()?.spent).toBe(800 * KB);
+      });
+    },
+  );
+
+  it("lets a response's first compressed batch take the bound on one batch, as a fetch returns its first batch whatever its maxBytes", async () => {
+    const large = await batchOf('ZSTD', 300 * KB);
+    await withDecompressionBudget(100 * KB, async () => {
+      expect((await CODECS.ZSTD.decompress(large)).length).toBe(300 * KB);
+      const err = await failure(CODECS.ZSTD.decompress(await batchOf('ZSTD', 1)));
+      expect(err?.name).toBe('KafkaJSPartialMessageError');
+    });
+  });
+
+  it('fails the fetch with a KafkaError naming codec and bound when a first batch alone passes the bound on one batch', async () => {
+    const bound = 256 * KB;
+    const over = await batchOf('LZ4', bound + 1);
+    const err = await withDecompressionBudget(KB * KB, () =>
+      failure(createCodecs(bound).LZ4.decompress(over)),
+    );
+    expect(err).toBeInstanceOf(KafkaError);
+    expect(err?.message).toMatch(
+      new RegExp(`(more than|over) ${bound} bytes, fraudlink's bound on one batch$`),
+    );
+  });
+
+  it('keeps the budgets of fetch responses decoded at once apart (two brokers answering)', async () => {
+    const batch = await batchOf('Snappy', 400 * KB);
+    const response = () =>
+      withDecompressionBudget(KB * KB, async () => {
+        const sizes: number[] = [];
+        for (let i = 0; i < 2; i++) {
+          sizes.push((await CODECS.Snappy.decompress(batch)).length);
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        return sizes;
+      });
+    expect(await Promise.all([response(), response()])).toEqual([
+      [400 * KB, 400 * KB],
+      [400 * KB, 400 * KB],
+    ]);
+  });
+
+  it('bounds each batch alone outside a fetch response', async () => {
+    const batch = await batchOf('GZIP', 400 * KB);
+    expect(fetchBudget()).toBeUndefined();
+    for (let i = 0; i < 4; i++) expect((await CODECS.GZIP.decompress(batch)).length).toBe(400 * KB);
+  });
 });
