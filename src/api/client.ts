@@ -115,6 +115,12 @@ function validated<S extends z.ZodType>(schema: S, value: unknown, context: Requ
  * The typed client of the upstream service: one keep-alive dispatcher, retries at this one layer
  * (callers do not wrap it again), every failure a typed error from the error model.
  */
+/**
+ * An alert id that cannot go into the path: `.` and `..` are dot segments there, which URL parsers
+ * and normalising routers resolve to another endpoint (`%2E` is read as a dot too).
+ */
+export const isDotSegment = (id: string): boolean => id === '.' || id === '..';
+
 export function createApiClient(options: ApiClientOptions): ApiClient {
   if (!/^https?:$/.test(URL.parse(options.baseUrl)?.protocol ?? '')) {
     throw new TypeError(
@@ -209,9 +215,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     getAlert: (alertId, opts) => {
       const id = String(alertId);
       if (id === '') return Promise.reject(new TypeError('getAlert: alertId must not be empty'));
-      // encodeURIComponent leaves dots alone, and `%2E` is no way out: a URL parser or a router
-      // normalising the path reads it as a dot too, and /alerts/.. as another endpoint.
-      if (id === '.' || id === '..') {
+      // encodeURIComponent leaves dots alone.
+      if (isDotSegment(id)) {
         return Promise.reject(
           new InvalidInputError(
             'ALERT_ID_DOT_SEGMENT',

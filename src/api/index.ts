@@ -1,4 +1,4 @@
-export { createApiClient, retryDefaults } from './client.ts';
+export { createApiClient, isDotSegment, retryDefaults } from './client.ts';
 export { errorForStatus } from './http-errors.ts';
 export { checkExportEnvelope } from './schemas.ts';
 export type * from './types.ts';

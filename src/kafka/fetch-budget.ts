@@ -62,12 +62,14 @@ export function installFetchDecompressionBudget(maxDecompressedBytes: number): v
     return (args) => {
       const built = request(args);
       const maxBytes = Math.min(args.maxBytes ?? maxDecompressedBytes, maxDecompressedBytes);
-      const { decode, parse } = built.response;
-      const response = {
-        decode: (raw: Buffer) => withDecompressionBudget(maxBytes, () => decode(raw)),
-        parse,
+      const { decode } = built.response;
+      return {
+        ...built,
+        response: {
+          ...built.response,
+          decode: (raw: Buffer) => withDecompressionBudget(maxBytes, () => decode(raw)),
+        },
       };
-      return { ...built, response };
     };
   };
 }

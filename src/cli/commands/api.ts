@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type CliProgress from 'cli-progress';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import type { ApiClient, CallOptions, SentSearchFilters } from '../../api/index.ts';
+import { type ApiClient, type CallOptions, isDotSegment, type SentSearchFilters } from '../../api/index.ts';
 import { loadApiConfig } from '../../config/index.ts';
 import { AbortedError, ErrorCodes, ExitCodes, FraudlinkError } from '../../errors.ts';
 import { isValidNormalizedIban, normalizeIban } from '../../iban.ts';
@@ -54,8 +54,7 @@ function nonEmpty(value: string): string {
 /** getAlert refuses `.` and `..` (dot segments in the path): a usage error here, not a failure. */
 function alertIdOf(value: string): string {
   const id = nonEmpty(value);
-  if (id === '.' || id === '..')
-    throw new InvalidArgumentError('must not be "." or ".." (a dot segment in the path)');
+  if (isDotSegment(id)) throw new InvalidArgumentError('must not be "." or ".." (a dot segment in the path)');
   return id;
 }
 
