@@ -185,13 +185,20 @@ describe('helm chart', { timeout: 60_000 }, () => {
 
   it('renders the numbers of a values file as integers the loaders accept, up to the schema maximums', async () => {
     // Helm reads a values file's numbers as float64: `quote` alone turned 86400000 into "8.64e+07"
-    // (--set keeps them integers, which is why the other renders never showed it).
+    // (--set keeps them integers, which is why the other renders never showed it), and a probe's
+    // periodSeconds of 1000000 became `1e+06`, which the API server refuses for an int32.
     const schema = JSON.parse(readFileSync(join(chartDir, 'values.schema.json'), 'utf8')) as SchemaNode;
     const dir = mkdtempSync(join(tmpdir(), 'fraudlink-maximums-'));
     try {
       const file = join(dir, 'maximums.yaml');
       writeFileSync(file, JSON.stringify(maximumsOf(schema))); // JSON is YAML
-      const { objects } = await render([...ciValues('lint'), '-f', file]);
+      const { text, objects } = await render([...ciValues('lint'), '-f', file]);
+      expect(text.split('\n').filter((line) => /:\s*-?[\d.]+e[+-]?\d+\s*$/i.test(line))).toEqual([]);
+      const int32 = 2 ** 31 - 1;
+      const probes = containerOf(find(objects, 'Deployment', '-verifier'));
+      expect(probes.startupProbe).toMatchObject({ periodSeconds: int32, failureThreshold: int32 });
+      expect(probes.livenessProbe).toMatchObject({ periodSeconds: int32, timeoutSeconds: int32 });
+      expect(probes.readinessProbe).toMatchObject({ timeoutSeconds: int32, failureThreshold: int32 });
       const connector = podEnv(objects, '-connector');
       const verifier = podEnv(objects, '-verifier');
       expect(connector).toMatchObject({ POLL_INTERVAL_MS: '86400000', CONNECTOR_TX_MAX_ROWS: '1000000' });
@@ -205,6 +212,11 @@ describe('helm chart', { timeout: 60_000 }, () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('bounds every integer of the values schema, so no value renders past what Kubernetes takes', () => {
+    const schema = JSON.parse(readFileSync(join(chartDir, 'values.schema.json'), 'utf8')) as SchemaNode;
+    expect(unboundedIntegers(schema)).toEqual([]);
   });
 
   it('serves the probes on every IPv4 address by default and on "::" for IPv6-only clusters', async () => {
@@ -324,6 +336,11 @@ describe('helm values validation', { timeout: 60_000 }, () => {
     ['".." as a topic name', ['--set-string', 'connector.offsetsTopic=..'], 'offsetsTopic'],
     ['a topic name Kafka would refuse', ['--set', 'connector.alertsTopic=fraud alerts'], 'alertsTopic'],
     ['a verifier port out of range', ['--set', 'httpPort=70000'], 'httpPort'],
+    [
+      'a probe period past a Kubernetes int32',
+      ['--set', 'probes.liveness.periodSeconds=2147483648'],
+      'probes/liveness/periodSeconds',
+    ],
     ['a listen address the probes may not reach', ['--set', 'httpHost=127.0.0.1'], 'httpHost'],
     ['a start date with no time', ['--set-string', 'connector.exportStart=2026-01-31'], 'exportStart'],
     [
@@ -420,19 +437,35 @@ interface SchemaNode {
   type?: string | string[];
   maximum?: number;
   properties?: Record<string, SchemaNode>;
+  oneOf?: SchemaNode[];
 }
+
+/** A node's integer schema: itself, or its integer alternative (an int-or-string such as maxUnavailable). */
+const integerOf = (node: SchemaNode): SchemaNode | undefined =>
+  [node, ...(node.oneOf ?? [])].find((n) => [n.type].flat().includes('integer'));
 
 /** Values setting every integer of the schema that has a maximum to that maximum. */
 function maximumsOf(node: SchemaNode): Record<string, unknown> {
   const values: Record<string, unknown> = {};
   for (const [key, child] of Object.entries(node.properties ?? {})) {
-    if (child.type === 'integer' && child.maximum !== undefined) values[key] = child.maximum;
+    const maximum = integerOf(child)?.maximum;
+    if (maximum !== undefined) values[key] = maximum;
     else if (child.properties) {
       const nested = maximumsOf(child);
       if (Object.keys(nested).length > 0) values[key] = nested;
     }
   }
   return values;
+}
+
+/** Dotted paths of the schema's integers that have no maximum. */
+function unboundedIntegers(node: SchemaNode, path = ''): string[] {
+  return Object.entries(node.properties ?? {}).flatMap(([key, child]) => {
+    const here = path ? `${path}.${key}` : key;
+    const integer = integerOf(child);
+    if (integer) return integer.maximum === undefined ? [here] : [];
+    return unboundedIntegers(child, here);
+  });
 }
 
 // Keys nested inside these are Kubernetes objects or free-form maps documented as a whole.

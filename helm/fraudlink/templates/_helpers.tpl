@@ -195,28 +195,28 @@ LOG_LEVEL: {{ .Values.logLevel | quote }}
 {{- end }}
 {{- end }}
 
-{{/* Probes on the metrics port. */}}
+{{/* Probes on the metrics port; numbers through int64, see configmap.yaml. */}}
 {{- define "fraudlink.probes" -}}
 startupProbe:
   httpGet:
     path: /healthz
     port: metrics
-  periodSeconds: {{ .Values.probes.startup.periodSeconds }}
-  failureThreshold: {{ .Values.probes.startup.failureThreshold }}
+  periodSeconds: {{ .Values.probes.startup.periodSeconds | int64 }}
+  failureThreshold: {{ .Values.probes.startup.failureThreshold | int64 }}
 livenessProbe:
   httpGet:
     path: /healthz
     port: metrics
-  periodSeconds: {{ .Values.probes.liveness.periodSeconds }}
-  timeoutSeconds: {{ .Values.probes.liveness.timeoutSeconds }}
-  failureThreshold: {{ .Values.probes.liveness.failureThreshold }}
+  periodSeconds: {{ .Values.probes.liveness.periodSeconds | int64 }}
+  timeoutSeconds: {{ .Values.probes.liveness.timeoutSeconds | int64 }}
+  failureThreshold: {{ .Values.probes.liveness.failureThreshold | int64 }}
 readinessProbe:
   httpGet:
     path: /readyz
     port: metrics
-  periodSeconds: {{ .Values.probes.readiness.periodSeconds }}
-  timeoutSeconds: {{ .Values.probes.readiness.timeoutSeconds }}
-  failureThreshold: {{ .Values.probes.readiness.failureThreshold }}
+  periodSeconds: {{ .Values.probes.readiness.periodSeconds | int64 }}
+  timeoutSeconds: {{ .Values.probes.readiness.timeoutSeconds | int64 }}
+  failureThreshold: {{ .Values.probes.readiness.failureThreshold | int64 }}
 {{- end }}
 
 {{/*
@@ -252,7 +252,7 @@ spec:
   {{- with $settings.priorityClassName }}
   priorityClassName: {{ . }}
   {{- end }}
-  terminationGracePeriodSeconds: {{ $settings.terminationGracePeriodSeconds }}
+  terminationGracePeriodSeconds: {{ $settings.terminationGracePeriodSeconds | int64 }}
   securityContext:
     {{- toYaml $root.Values.podSecurityContext | nindent 4 }}
   containers:
@@ -274,7 +274,7 @@ spec:
         {{- end }}
       ports:
         - name: metrics
-          containerPort: {{ $root.Values.httpPort }}
+          containerPort: {{ $root.Values.httpPort | int64 }}
           protocol: TCP
       {{- include "fraudlink.probes" $root | nindent 6 }}
       resources:
