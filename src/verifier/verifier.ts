@@ -19,7 +19,8 @@ export interface VerifierDeps extends HandlerDeps {
  * How long a stop waits for the verifications in flight: 20 s, inside the 30 s grace Kubernetes
  * (and the chart) give a pod after SIGTERM, leaving time to commit and leave the group. Requests
  * due later than that (long deadlines, a slow upstream) are left unanswered and uncommitted: the
- * instance that takes their partitions answers them.
+ * instance that takes their partitions answers them. The chart refuses a verifier grace under this
+ * plus 5 s (verifier-deployment.yaml; test/ship/helm.test.ts keeps the two in step).
  */
 export const DRAIN_TIMEOUT_MS = 20_000;
 

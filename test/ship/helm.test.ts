@@ -13,6 +13,7 @@ import {
   verifierEnv,
 } from '../../src/config/schema.ts';
 import { parseInstant } from '../../src/instant.ts';
+import { DRAIN_TIMEOUT_MS } from '../../src/verifier/verifier.ts';
 import { writeTlsFiles } from '../config/tls-files.ts';
 import {
   chartDir,
@@ -379,6 +380,27 @@ describe('helm values validation', { timeout: 60_000 }, () => {
     // The schema checks the form only; the connector also refuses a date that does not exist (Feb 30).
     expect(chart).toEqual(values.map((v) => [v, parseInstant(v) !== null]));
     expect(chart.filter(([, ok]) => ok)).toHaveLength(4);
+  });
+
+  it('refuses a verifier grace too short for its drain and its last commit, naming both', async () => {
+    // Kubernetes kills the pod when the grace runs out: one under the drain ends it mid-drain.
+    const drainSeconds = DRAIN_TIMEOUT_MS / 1000;
+    const grace = (seconds: number) => [
+      ...ciValues('lint'),
+      '--set',
+      `verifier.terminationGracePeriodSeconds=${seconds}`,
+    ];
+    const short = await template(grace(drainSeconds + 4));
+    expect(short.code).not.toBe(0);
+    expect(short.stderr).toContain(`verifier.terminationGracePeriodSeconds is ${drainSeconds + 4}`);
+    expect(short.stderr).toContain(`up to ${drainSeconds} s for the verifications in flight`);
+    const { objects } = await render(grace(drainSeconds + 5));
+    const pod = (find(objects, 'Deployment', '-verifier').spec as { template: { spec: unknown } }).template
+      .spec as { terminationGracePeriodSeconds: number };
+    expect(pod.terminationGracePeriodSeconds).toBe(drainSeconds + 5);
+    // No verifier, no drain: the connector's grace is its own.
+    const { code } = await template([...grace(1), '--set', 'verifier.enabled=false']);
+    expect(code).toBe(0);
   });
 
   it('mounts a CA bundle alone for a private upstream CA, without a client certificate', async () => {
