@@ -1,9 +1,12 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { imageEnv } from '../../bench/common.ts';
 import { PRODUCTION_INSTALL, PRODUCTION_PKG_DELETE, RUNTIME_PATHS } from '../../src/dev/image-layout.ts';
 import { root } from './helm.ts';
+import { moduleOf, reachableModules } from './modules.ts';
 
 interface Stage {
   from: string;
@@ -70,6 +73,24 @@ describe('Dockerfile', () => {
   it('copies node_modules and exactly the paths image:check assembles into the runtime image', () => {
     const copied = ops(runtime, 'COPY').map((args) => args.split(/\s+/).at(-1)?.replace(/^\.\//, ''));
     expect(copied.sort()).toEqual([...RUNTIME_PATHS, 'node_modules'].sort());
+  });
+
+  it('compiles into the image exactly the modules the CLI and the exports load', async () => {
+    // The build (`npm run build`, and image:check's) compiled src/dev and src/stack too, and the
+    // runtime stage copies all of dist/: the image carried the local stack's tooling, never run there.
+    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const { stdout } = await promisify(execFile)(process.execPath, [
+      tsc,
+      '-p',
+      join(root, 'tsconfig.build.json'),
+      '--listFilesOnly',
+    ]);
+    const compiled = stdout
+      .split('\n')
+      .map((file) => relative(root, file.trim()).split('\\').join('/'))
+      .filter((file) => file.startsWith('src/'))
+      .map(moduleOf);
+    expect(compiled.sort()).toEqual([...reachableModules()].sort());
   });
 
   it('runs as a numeric non-root user, PID 1 being node itself, with fraudlink as the entrypoint', () => {
