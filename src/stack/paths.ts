@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 
-/** The repository (or installed package) root: src/stack/ and dist/stack/ both sit two levels down. */
+/** The repository root, two levels above src/stack/ (the stack runs from src/, not from dist/ or the package). */
 export const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The one git-ignored folder holding downloads, extracted archives and running stacks' data. */
