@@ -32,9 +32,10 @@ import type { GroupMembership } from './types.ts';
  * repeated EndTxn (v1: the same epoch, the transaction already completed with that result; v2: the
  * epoch before its bump) and answers it as it answered the first, so a commit whose response was
  * lost still commits once; a repeated AddOffsetsToTxn adds what is added already. And
- * TxnOffsetCommit's retry after a coordinator that moved or was loading now runs (see the codes
- * below), also after a lost connection or response, and (v2) while the previous transaction's
- * markers are still being written: the same offsets, sent again.
+ * TxnOffsetCommit is retried as the Java client retries it, after a coordinator that moved or was
+ * loading (see the codes below; kafkajs's retry never ran), REQUEST_TIMED_OUT, any other retriable
+ * answer (on v2, CONCURRENT_TRANSACTIONS while the previous transaction's markers are still being
+ * written), and a lost connection or response: the same offsets, sent again.
  *
  * A producer whose v1 transaction ended with a partition's sequence moved back by kafkajs after a
  * failed Produce (the batch possibly written) refuses to begin another (`unresolvedSequences`).
@@ -122,13 +123,13 @@ interface Cluster {
 
 const createRetry = require(kafkajsPath('retry/index.js')) as (options?: object) => Retrier;
 const Lock = require(kafkajsPath('utils/lock.js')) as new (options: { timeout: number }) => LockInstance;
-const { KafkaJSNonRetriableError, KafkaJSConnectionError, KafkaJSRequestTimeoutError } = require(
-  kafkajsPath('errors.js'),
-) as {
-  KafkaJSNonRetriableError: new (message: string) => Error;
-  KafkaJSConnectionError: new (message: string) => Error;
-  KafkaJSRequestTimeoutError: new (message: string) => Error;
-};
+const { KafkaJSNonRetriableError, KafkaJSConnectionError, KafkaJSRequestTimeoutError, KafkaJSProtocolError } =
+  require(kafkajsPath('errors.js')) as {
+    KafkaJSNonRetriableError: new (message: string) => Error;
+    KafkaJSProtocolError: new (message: string) => Error & { retriable: boolean };
+    KafkaJSConnectionError: new (message: string) => Error;
+    KafkaJSRequestTimeoutError: new (message: string) => Error;
+  };
 const COORDINATOR_TYPES = require(kafkajsPath('protocol/coordinatorTypes.js')) as {
   GROUP: number;
   TRANSACTION: number;
@@ -155,23 +156,24 @@ const INIT_PRODUCER_RETRIABLE_PROTOCOL_ERRORS = [
 // By Kafka's codes: kafkajs names 14–16 by their old GROUP_ names, so the lists of kafkajs's
 // eosManager (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR) never matched
 // and a TxnOffsetCommit to a coordinator that moved or was loading failed without its retry.
-const UNKNOWN_TOPIC_OR_PARTITION = 3;
+const REQUEST_TIMED_OUT = 7;
 const COORDINATOR_LOAD_IN_PROGRESS = 14;
 const COORDINATOR_NOT_AVAILABLE = 15;
 const NOT_COORDINATOR = 16;
 const CONCURRENT_TRANSACTIONS = 51;
-/**
- * TxnOffsetCommit answers retried with the same coordinator. On v2 the group coordinator answers
- * CONCURRENT_TRANSACTIONS while the transaction coordinator still writes the markers of this
- * producer's previous transaction (TxnOffsetCommit v5 enrols the offsets itself); the Java client
- * retries it as every retriable error (KAFKA-16122).
- */
-const COMMIT_RETRIABLE_CODES = [
-  UNKNOWN_TOPIC_OR_PARTITION,
-  COORDINATOR_LOAD_IN_PROGRESS,
-  CONCURRENT_TRANSACTIONS,
-];
 const STALE_COORDINATOR_CODES = [COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR];
+/**
+ * TxnOffsetCommit answers after which the group coordinator is looked up again, as the Java
+ * client's TxnOffsetCommitHandler does: REQUEST_TIMED_OUT too (a group coordinator before Kafka 4.0
+ * answers it when the offsets' append times out; Kafka 4's answers COORDINATOR_NOT_AVAILABLE).
+ * Any other retriable answer is retried with the same coordinator, as there: on v2 the coordinator
+ * answers CONCURRENT_TRANSACTIONS while the transaction coordinator still writes the markers of
+ * this producer's previous transaction (TxnOffsetCommit v5 enrols the offsets itself; KAFKA-16122),
+ * and UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_LOAD_IN_PROGRESS or NOT_ENOUGH_REPLICAS_AFTER_APPEND
+ * for a while. kafkajs's retriability of Kafka's codes is the Java client's (error-codes.ts adds
+ * the codes kafkajs lacks, with Kafka's).
+ */
+const COMMIT_STALE_COORDINATOR_CODES = [...STALE_COORDINATOR_CODES, REQUEST_TIMED_OUT];
 /**
  * Answers of the transaction coordinator to EndTxn and AddOffsetsToTxn that the Java client retries
  * without a new lookup (its EndTxnHandler and AddOffsetsToTxnHandler).
@@ -484,20 +486,10 @@ export function createEosManager({
               : groupCoordinator.txnOffsetCommit(args));
           } catch (e) {
             const { code, message, stack } = e as ProtocolError;
-            if (COMMIT_RETRIABLE_CODES.includes(code as number)) {
-              logger.debug('Group coordinator not ready for the offsets yet, retrying', {
-                error: message,
-                stack,
-                transactionalId,
-                retryCount,
-                retryTime,
-              });
-              throw e;
-            }
             // A lost response is sent again, to a coordinator looked up again (the Java client's
             // TxnOffsetCommitHandler does the same): the offsets it carries are the same, and the
             // coordinator keeps one pending offset per partition for the transaction.
-            if (STALE_COORDINATOR_CODES.includes(code as number) || lostRequest(e)) {
+            if (COMMIT_STALE_COORDINATOR_CODES.includes(code as number) || lostRequest(e)) {
               logger.debug('Invalid group coordinator, finding new group coordinator and retrying', {
                 error: message,
                 stack,
@@ -510,6 +502,16 @@ export function createEosManager({
               groupCoordinator = await cluster.findGroupCoordinator({
                 groupId: consumerGroupId,
                 coordinatorType: COORDINATOR_TYPES.GROUP,
+              });
+              throw e;
+            }
+            if (e instanceof KafkaJSProtocolError && e.retriable) {
+              logger.debug('Group coordinator not ready for the offsets yet, retrying', {
+                error: message,
+                stack,
+                transactionalId,
+                retryCount,
+                retryTime,
               });
               throw e;
             }

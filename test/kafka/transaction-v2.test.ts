@@ -599,6 +599,34 @@ describe('the transaction manager', () => {
     }
   });
 
+  it('retries TxnOffsetCommit answered REQUEST_TIMED_OUT after a new lookup, and any other retriable answer, as the Java client does', async () => {
+    for (const level of [1, 2]) {
+      const { eos, calls, faults, lookups } = fakeCluster(versions(level));
+      await eos.initProducerId();
+      eos.beginTransaction();
+      // REQUEST_TIMED_OUT (a group coordinator before Kafka 4.0), NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+      faults.txnOffsetCommit.push(createErrorFromCode(7), createErrorFromCode(20));
+      const before = lookups();
+      await eos.sendOffsets(offsets);
+      const commit = level === 2 ? 'TxnOffsetCommitV5' : 'TxnOffsetCommit';
+      expect(calls.filter((c) => c.startsWith('TxnOffsetCommit'))).toEqual(Array(3).fill(`${commit} e0`));
+      // The transaction coordinator (again for AddOffsetsToTxn on v1) and the group's, then the
+      // group's again after REQUEST_TIMED_OUT only.
+      expect(lookups() - before).toBe(level === 2 ? 3 : 4);
+    }
+  });
+
+  it('does not retry a TxnOffsetCommit the coordinator refused (a stale member, fenced)', async () => {
+    for (const code of [22, 25, 90]) {
+      const { eos, calls, faults } = fakeCluster(versions(2));
+      await eos.initProducerId();
+      eos.beginTransaction();
+      faults.txnOffsetCommit.push(createErrorFromCode(code));
+      await expect(eos.sendOffsets(offsets)).rejects.toMatchObject({ code });
+      expect(calls).toEqual(['InitProducerId', 'TxnOffsetCommitV5 e0']);
+    }
+  });
+
   it("sends the consumer group member with the offsets: v5 on v2, v4 or v3 on v1 where offered, kafkajs's v0 elsewhere", async () => {
     const cases = [
       { v: versions(2), expected: ['TxnOffsetCommitV5 e0 m-1/3', 'TxnOffsetCommitV5 e0'] },
