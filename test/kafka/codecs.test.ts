@@ -121,7 +121,7 @@ describe('compression codecs', () => {
   });
 
   it("LZ4: bounds a frame by its blocks: a stored block's size, the frame's block maximum for a compressed one", async () => {
-    const data = text(20_000); // ~240 KB: four 64 KB blocks
+    const data = text(20_000); // ~240 KB: one 256 KB block, as lz4-napi writes it
     const frame = await CODECS.LZ4.compress({ buffer: data });
     const bound = lz4FrameBound(frame) ?? 0;
     expect(bound).toBeGreaterThanOrEqual(data.length);
@@ -141,6 +141,34 @@ describe('compression codecs', () => {
     expect(lz4FrameBound(Buffer.concat([java, java])), 'two frames').toBe(2 * (5 + 64 * 1024));
     expect(lz4FrameBound(Buffer.concat([frame, frame])), 'two frames').toBe(2 * bound);
     expect(lz4FrameBound(Buffer.from('not a frame'))).toBeUndefined();
+  });
+
+  it("LZ4: counts a compressed block at the block maximum its frame's descriptor declares, 64 KiB to 4 MiB", async () => {
+    const KB = 1024;
+    /** The frame's block maximum size field (BD bits 4-6): 4 is 64 KiB, 5 256 KiB, 6 1 MiB, 7 4 MiB. */
+    const blockMaxField = (frame: Buffer) => ((frame[5] as number) >> 4) & 0x07;
+    // One block of alike bytes each: lz4-napi takes the smallest maximum that holds it, never 1 MiB.
+    const frames = await Promise.all(
+      [10 * KB, 200 * KB, 400 * KB].map((n) => CODECS.LZ4.compress({ buffer: Buffer.alloc(n, 'a') })),
+    );
+    // A 1 MiB frame: the 256 KiB one relabelled, with the header checksum byte the decoder accepts.
+    const relabelled = Buffer.from(frames[1] as Buffer);
+    relabelled[5] = 0x60;
+    const decodes = (frame: Buffer) => CODECS.LZ4.decompress(frame).then(Boolean, () => false);
+    for (let checksum = 0; checksum < 256 && !(await decodes(relabelled)); checksum++) {
+      relabelled[6] = checksum;
+    }
+    const cases = [];
+    for (const frame of [...frames, relabelled]) {
+      const { length } = await CODECS.LZ4.decompress(frame);
+      cases.push({ field: blockMaxField(frame), length, bound: lz4FrameBound(frame) });
+    }
+    expect(cases).toEqual([
+      { field: 4, length: 10 * KB, bound: 64 * KB },
+      { field: 5, length: 200 * KB, bound: 256 * KB },
+      { field: 7, length: 400 * KB, bound: 4096 * KB },
+      { field: 6, length: 200 * KB, bound: 1024 * KB },
+    ]);
   });
 
   it.each(Object.keys(CODECS) as (keyof typeof CODECS)[])(
