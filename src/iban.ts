@@ -1,4 +1,4 @@
-import { isValidIBAN } from 'ibantools';
+import { getCountrySpecifications, isValidIBAN } from 'ibantools';
 
 const COMPACT_UPPER = /^[A-Z0-9]+$/;
 
@@ -25,4 +25,15 @@ export function isValidNormalizedIban(iban: string): boolean {
     verdicts.set(iban, verdict);
   }
   return verdict;
+}
+
+const countries = getCountrySpecifications();
+
+/**
+ * Whether `iban` (compact, upper case) is as long as an IBAN of the country it starts with, per
+ * ibantools' registry. Neither check digits nor BBAN format are looked at: text that fails them may
+ * still be a mistyped IBAN, to be masked all the same.
+ */
+export function hasIbanLength(iban: string): boolean {
+  return countries[iban.slice(0, 2)]?.chars === iban.length;
 }

@@ -57,10 +57,13 @@ export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
 
-/** Masks an IBAN for logs: country code and last four characters, e.g. `FR…0189`. */
+/**
+ * Masks an IBAN for logs: country code and last four characters, e.g. `FR…0189`; spaces and dashes
+ * of a print form (`FR76-3000-…`) are dropped first.
+ */
 export function maskIban(iban: unknown): string {
   if (typeof iban !== 'string') return '<none>';
-  const compact = iban.replace(/\s+/g, '').toUpperCase();
+  const compact = iban.replace(/[\s-]+/g, '').toUpperCase();
   if (compact.length <= 6) return `${compact.slice(0, 2)}…`;
   return `${compact.slice(0, 2)}…${compact.slice(-4)}`;
 }

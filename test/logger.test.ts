@@ -45,6 +45,7 @@ describe('maskIban', () => {
   it('keeps only the country code and the last four characters', () => {
     expect(maskIban('FR76 3000 6000 0112 3456 7890 189')).toBe('FR…0189');
     expect(maskIban('de89370400440532013000')).toBe('DE…3000');
+    expect(maskIban('FR76-3000-6000-0112-3456-7890-189')).toBe('FR…0189');
   });
 
   it('copes with missing or very short values', () => {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Agent, type Dispatcher, errors } from 'undici';
 import { ConfigError, UpstreamBadResponseError } from '../errors.ts';
+import { hasIbanLength } from '../iban.ts';
 import { maskIban } from '../logger.ts';
 import { parseRetryAfter } from '../retry.ts';
 import { errorForStatus, type RequestContext } from './http-errors.ts';
@@ -153,22 +154,27 @@ async function readExcerpt(body: Dispatcher.ResponseData['body'], apiKey: string
 }
 
 /**
- * Text that looks like an IBAN, compact (`FR7630006000011234567890189`) or in groups of four
- * (`de89 3704 0044 0532 0130 00`), any case, with no letter or digit right before or after it (`_`
- * may be, unlike with `\b`). The text is a raw body, so one right after a JSON escape (`\nFR76…`,
- * `\u00a0FR76…`) counts too. It may catch an id of the same shape: that only hides a little of a
- * diagnostic excerpt.
+ * Text that looks like an IBAN, compact (`FR7630006000011234567890189`) or in groups of four split by
+ * `space` or by dashes (`de89 3704 0044 0532 0130 00`, `FR76-3000-6000-0112-3456-7890-189`), any
+ * case, with no letter or digit right before or after it (`_` may be, unlike with `\b`). The text is
+ * a raw body, so one right after a JSON escape (`\nFR76…`, `\u00a0FR76…`) counts too. A compact one
+ * may be an id of the same shape: that only hides a little of a diagnostic excerpt. A grouped one
+ * may run on into words (`BE68 5390 0754 7034 from`): `maskIbanLike` sorts that out.
  */
-const IBAN_LIKE = new RegExp(
-  [
-    String.raw`(?:(?<![A-Z0-9])|(?<=\\[bfnrt]|\\u[0-9A-F]{4}))`,
-    String.raw`[A-Z]{2}\d{2}(?:[A-Z0-9]{10,30}|(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,3})?)`,
-    '(?![A-Z0-9])',
-  ].join(''),
-  'gi',
-);
+function ibanLike(space: string): RegExp {
+  const grouped = (sep: string) => `(?:${sep}[A-Z0-9]{4}){2,7}(?:${sep}[A-Z0-9]{1,3})?`;
+  return new RegExp(
+    [
+      String.raw`(?:(?<![A-Z0-9])|(?<=\\[bfnrt]|\\u[0-9A-F]{4}))`,
+      String.raw`[A-Z]{2}\d{2}(?:[A-Z0-9]{10,30}|${grouped(space)}|${grouped('-')})`,
+      '(?![A-Z0-9])',
+    ].join(''),
+    'gi',
+  );
+}
+const IBAN_LIKE = ibanLike(' ');
 /** The same before whitespace is collapsed, and how far past a cut such text can run. */
-const RAW_IBAN_LIKE = new RegExp(IBAN_LIKE.source.replaceAll(' ', '\\s+'), 'gi');
+const RAW_IBAN_LIKE = ibanLike(String.raw`\s+`);
 const IBAN_LOOKAHEAD = 64;
 
 const hex = (n: number, width: number) => n.toString(16).padStart(width, '0');
@@ -229,6 +235,22 @@ function excerptEnd(head: Buffer, apiKey: string): number {
 }
 
 /**
+ * Compact IBAN-like text masked as it stands; grouped text masked on its longest run of whole groups
+ * as long as an IBAN of its country (ibantools' registry), the rest kept, or left alone when there is
+ * none: a code like `SN12-ABCD-EFGH`, or words (`ID42 with code`), is no IBAN. Print forms come from
+ * software that groups a stored IBAN, so a grouped IBAN has its country's length.
+ */
+function maskIbanLike(text: string): string {
+  const sep = /[ -]/.exec(text)?.[0];
+  if (sep === undefined) return maskIban(text);
+  for (let end = text.length; end > 0; end = text.lastIndexOf(sep, end - 1)) {
+    const head = text.slice(0, end);
+    if (hasIbanLength(head.replaceAll(sep, '').toUpperCase())) return maskIban(head) + text.slice(end);
+  }
+  return text;
+}
+
+/**
  * Whitespace collapsed, the API key removed should a server echo it back (in any form `keyEchoes`
  * knows), IBANs masked as in logs (an export body holds rows; SPEC §7), and the length capped after
  * masking, so that no IBAN is cut in half and left unmasked.
@@ -237,7 +259,7 @@ export function excerpt(text: string, apiKey: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   const key = keyEchoes(apiKey);
   const keyless = key === undefined ? flat : flat.replace(key, '[redacted]');
-  const safe = keyless.replace(IBAN_LIKE, (iban) => maskIban(iban));
+  const safe = keyless.replace(IBAN_LIKE, maskIbanLike);
   return safe.length > EXCERPT_CHARS ? `${safe.slice(0, EXCERPT_CHARS)}…` : safe;
 }
 

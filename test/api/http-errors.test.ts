@@ -108,6 +108,30 @@ describe('body excerpts', () => {
     expect(excerpt(`${'x '.repeat(95)}GB82WEST12345698765432`, 'k3y')).not.toMatch(/GB82WEST/);
   });
 
+  it('mask IBANs in their print forms, grouped by spaces or by dashes', () => {
+    expect(excerpt('iban FR76-3000-6000-0112-3456-7890-189 refused', 'k3y')).toBe('iban FR…0189 refused');
+    expect(excerpt('"gb82-west-1234-5698-7654-32"', 'k3y')).toBe('"GB…5432"');
+    expect(excerpt('to NO93 8601 1117 947, from BE68-5390-0754-7034', 'k3y')).toBe(
+      'to NO…7947, from BE…7034',
+    );
+  });
+
+  it('mask a grouped IBAN without the words its groups run into', () => {
+    expect(excerpt('BE68 5390 0754 7034 from them', 'k3y')).toBe('BE…7034 from them');
+    expect(excerpt('BE68-5390-0754-7034-ABCD-EF', 'k3y')).toBe('BE…7034-ABCD-EF');
+  });
+
+  it('leave grouped codes and words no IBAN is as long as alone', () => {
+    for (const text of [
+      'serial SN12-ABCD-EFGH',
+      'ticket AB12-3456-7890-1234',
+      'see ID42 with care',
+      'FR76-3000-6000',
+    ]) {
+      expect(excerpt(text, 'k3y')).toBe(text);
+    }
+  });
+
   it('leave text that only starts like an IBAN alone', () => {
     const text = 'eventId ab12cdef0123456789abcdef0123456789abcdef0123456789abcdef01234567 at 2026-01-01';
     expect(excerpt(text, 'k3y')).toBe(text);
