@@ -79,9 +79,10 @@ function tlsOptions(tls: TlsFiles | TlsPem | undefined): {
 
 /**
  * Strict, so that a body that is not UTF-8 is refused rather than passed on with U+FFFD in place of
- * its bytes. A BOM is kept as text, as `Buffer#toString` kept it (JSON.parse refuses it).
+ * its bytes. One leading BOM is dropped (RFC 8259 §8.1 lets a JSON parser ignore it, and JSON.parse
+ * would refuse it); a second one, or one further in, stays as text, for JSON.parse to refuse.
  */
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * The offset of the first byte of `bytes` that is not UTF-8: where a lenient decoding first puts a

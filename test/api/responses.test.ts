@@ -116,6 +116,34 @@ describe('bodies', () => {
     expect(server.requests).toHaveLength(1);
   });
 
+  it('accepts a 200 JSON body that starts with a UTF-8 BOM, counting its bytes', async () => {
+    const json = JSON.stringify(validPage);
+    const { client } = await setup((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(json)]));
+    });
+    const page = await client.exportPage({});
+    expect(page.rows).toEqual(validPage.rows);
+    expect(page.bytes).toBe(3 + json.length);
+  });
+
+  it.each([
+    ['two BOMs', '\uFEFF\uFEFF{"partyNameMatch":"MTCH"}'],
+    ['a BOM after whitespace', ' \uFEFF{"partyNameMatch":"MTCH"}'],
+    ['a BOM before junk', '\uFEFF<html>maintenance</html>'],
+  ])('still rejects a 200 body of %s as not JSON, without retrying it', async (_what, body) => {
+    const { server, client } = await setup((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(body);
+    });
+    const error = await client
+      .verify({ iban: 'DE89370400440532013000', party: { name: 'x' } }, { retry: fast })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UpstreamBadResponseError);
+    expect((error as Error).message).toContain('answered a body that is not JSON');
+    expect(server.requests).toHaveLength(1);
+  });
+
   it('rejects a 200 whose body is not valid UTF-8 with a bad-response error naming the byte, instead of returning U+FFFD in its place', async () => {
     // A genuine U+FFFD (EF BF BD) comes first: it is data, and the offset counts past it.
     const head = Buffer.from('{"rows":[{"id":"a1","bic":"BNPA\uFFFD');
