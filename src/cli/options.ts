@@ -20,6 +20,16 @@ export function ratio(value: string): number {
   return n;
 }
 
+/**
+ * A string option's value, refused when empty or blank: commander takes `--host ''` as given, and
+ * code that reads an empty string as "unset" would then quietly use its default (all interfaces,
+ * stdout, plain HTTP).
+ */
+export function nonEmpty(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('must not be empty');
+  return value;
+}
+
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }

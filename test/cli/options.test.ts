@@ -1,5 +1,7 @@
+import { PassThrough } from 'node:stream';
 import { InvalidArgumentError } from 'commander';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { main } from '../../src/cli/main.ts';
 import { instant, serveUntilSignal } from '../../src/cli/options.ts';
 import { AbortedError } from '../../src/errors.ts';
 
@@ -20,6 +22,29 @@ describe('instant option', () => {
     expect(() => instant(value)).toThrow(InvalidArgumentError);
     expect(() => instant(value)).toThrow(`"${value}" is not a valid ISO-8601 instant`);
   });
+});
+
+describe('string options', () => {
+  // Each was taken as given and read as unset further on: the host name, stdout, every IBAN.
+  it.each([
+    ['verifier --instance-id', ['verifier', '--instance-id', '']],
+    ['replay --out', ['replay', '--out', '']],
+    ['api sent-search --iban', ['api', 'sent-search', '--iban', '']],
+    ['api received-search --iban', ['api', 'received-search', '--iban', '  ']],
+  ])(
+    'refuses an empty %s with exit 2 naming the option, before reading the configuration',
+    async (what, args) => {
+      const stderr = new PassThrough();
+      let text = '';
+      stderr.on('data', (d: Buffer) => {
+        text += d.toString();
+      });
+      const code = await main(['node', 'fraudlink', ...args], { env: {}, stdout: new PassThrough(), stderr });
+      expect(code).toBe(2);
+      expect(text).toContain(`option '${what.split(' ').at(-1)} <`);
+      expect(text).toContain('must not be empty');
+    },
+  );
 });
 
 describe('serveUntilSignal', () => {

@@ -86,6 +86,26 @@ describe('fraudlink sandbox', () => {
     });
   }
 
+  // Each was taken as given, and an empty value read as unset: --host '' listened on all interfaces,
+  // --tls-cert '' --tls-key '' served plain HTTP, --tls-ca '' asked for no client certificate.
+  const empty: [string, string[]][] = [
+    ['--host', ['--host', '']],
+    ['--cursor-param', ['--cursor-param', '']],
+    ['--api-key', ['--api-key', ' ']],
+    ['--tls-cert', ['--tls-cert', '', '--tls-key', '']],
+    ['--tls-ca', ['--tls-ca', '']],
+  ];
+  for (const [flag, args] of empty) {
+    it(`exits 2 naming ${flag} when it is given empty, instead of serving`, async () => {
+      const cli = runCli(['sandbox', '--port', '0', '--alerts', '5', ...args], {});
+      const outcome = await Promise.race([cli.exited, readyLine(cli).then((ready) => ready.url)]);
+      expect(outcome).toBe(2);
+      expect(cli.stderr()).toContain(`option '${flag} <`);
+      expect(cli.stderr()).toContain('must not be empty');
+      expect(cli.stdout()).toBe('');
+    });
+  }
+
   // Flags that only fail once the server listens: a usage error naming the flag, not a stack trace.
   const unusable: [string, string[], RegExp][] = [
     ['a host that does not resolve', ['--host', 'no.such.host.invalid'], /^fraudlink: USAGE: --host /],

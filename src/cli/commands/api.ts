@@ -7,7 +7,7 @@ import { AbortedError, ErrorCodes, ExitCodes, FraudlinkError } from '../../error
 import { isValidNormalizedIban, normalizeIban } from '../../iban.ts';
 import { createLogger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
-import { instant, integer } from '../options.ts';
+import { instant, integer, nonEmpty } from '../options.ts';
 
 const QUALIFICATIONS = ['PENDING', 'CONFIRMED', 'REJECTED', 'UNDER_INVESTIGATION'];
 
@@ -44,11 +44,6 @@ function ibanArg(value: string): string {
   const iban = normalizeIban(value);
   if (!isValidNormalizedIban(iban)) throw new InvalidArgumentError(`"${value}" is not a valid IBAN`);
   return iban;
-}
-
-function nonEmpty(value: string): string {
-  if (value.trim() === '') throw new InvalidArgumentError('must not be empty');
-  return value;
 }
 
 /** getAlert refuses `.` and `..` (dot segments in the path): a usage error here, not a failure. */
@@ -165,7 +160,9 @@ function registerSearch(api: Command, ctx: CliContext, sent: boolean): void {
         ? 'search the alerts the caller contributed a report to (POST /sharing/v1/alerts/sent/search)'
         : 'search the alerts on accounts the caller holds (POST /sharing/v1/alerts/received/search)',
     )
-    .option('--iban <iban>', 'alerts on this IBAN (spaces removed, upper-cased)', normalizeIban)
+    .option('--iban <iban>', 'alerts on this IBAN (spaces removed, upper-cased)', (v) =>
+      normalizeIban(nonEmpty(v)),
+    )
     .addOption(new Option('--qualification <q>', 'aggregate qualification').choices(QUALIFICATIONS))
     .option('--updated-from <instant>', 'updated at or after this ISO-8601 instant', instant)
     .option('--updated-to <instant>', 'updated at or before this ISO-8601 instant', instant);

@@ -7,6 +7,7 @@ import { AbortedError, OutputError, UsageError } from '../../errors.ts';
 import { createLogger, maskIban } from '../../logger.ts';
 import type { AlertState, ReplayOptions } from '../../replay/index.ts';
 import type { CliContext } from '../context.ts';
+import { nonEmpty } from '../options.ts';
 
 interface ReplayFlags {
   follow?: boolean;
@@ -178,7 +179,7 @@ export function registerReplayCommand(program: Command, ctx: CliContext): void {
     .description('rebuild the current alert table from the compacted alerts topic (JSON Lines or a summary)')
     .option('--follow', 'keep applying new events after the snapshot, one JSON line per change')
     .option('--summary', 'print counts by qualification instead of the alerts')
-    .option('--out <file>', 'write to this file instead of stdout')
+    .option('--out <file>', 'write to this file instead of stdout', nonEmpty)
     .option(
       '--skip-undecodable',
       'skip records that cannot be decoded or are not alert events (reported on stderr) instead of stopping',

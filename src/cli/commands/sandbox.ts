@@ -8,7 +8,7 @@ import { createLogger } from '../../logger.ts';
 import { checkFaults } from '../../sandbox/faults.ts';
 import type { Sandbox, SandboxFaults, SandboxOptions } from '../../sandbox/index.ts';
 import type { CliContext } from '../context.ts';
-import { collect, integer, untilSignal } from '../options.ts';
+import { collect, integer, nonEmpty, untilSignal } from '../options.ts';
 
 const faultNames: Record<string, keyof SandboxFaults> = {
   latency: 'latencyMs',
@@ -155,7 +155,7 @@ export function registerSandboxCommand(program: Command, ctx: CliContext): void 
   program
     .command('sandbox')
     .description('run a local stand-in for the upstream service (all five endpoints, per-tenant 429, faults)')
-    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--host <host>', 'address to listen on', nonEmpty, '127.0.0.1')
     .option('--port <port>', 'port to listen on (0 = any free port)', integer(0, 65_535), 8080)
     .option(
       '--base-path <path>',
@@ -166,7 +166,7 @@ export function registerSandboxCommand(program: Command, ctx: CliContext): void 
     .option(
       '--api-key <key>',
       'an accepted API key, one tenant each (repeatable; default sandbox-key)',
-      collect,
+      (value: string, previous: string[]) => collect(nonEmpty(value), previous),
       [],
     )
     .option('--alerts <n>', 'seeded alerts', integer(0, 50_000_000), 1000)
@@ -179,16 +179,16 @@ export function registerSandboxCommand(program: Command, ctx: CliContext): void 
       integer(0, 1_000_000),
       10,
     )
-    .option('--cursor-param <name>', 'query parameter of the export cursor', 'cursor')
+    .option('--cursor-param <name>', 'query parameter of the export cursor', nonEmpty, 'cursor')
     .option(
       '--fault <name=value>',
       `inject a fault (repeatable): ${Object.keys(faultNames).join(', ')}; e.g. latency=50 error-rate=0.1`,
       fault,
       {},
     )
-    .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM)')
-    .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
-    .option('--tls-ca <file>', 'require client certificates signed by this CA (mutual TLS)')
+    .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM)', nonEmpty)
+    .option('--tls-key <file>', 'private key of --tls-cert (PEM)', nonEmpty)
+    .option('--tls-ca <file>', 'require client certificates signed by this CA (mutual TLS)', nonEmpty)
     .addHelpText(
       'after',
       '\nPrints one JSON line {"url","apiKeys"} on stdout when ready (url = API_BASE_URL); logs go to stderr.\n' +

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { loadVerifierConfig } from '../../config/index.ts';
 import { createLogger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
-import { serveUntilSignal } from '../options.ts';
+import { nonEmpty, serveUntilSignal } from '../options.ts';
 
 export function registerVerifierCommand(program: Command, ctx: CliContext): void {
   program
@@ -11,6 +11,7 @@ export function registerVerifierCommand(program: Command, ctx: CliContext): void
     .option(
       '--instance-id <id>',
       'stable id of this instance (transactional id suffix); default: the host name',
+      nonEmpty,
     )
     .addHelpText(
       'after',
