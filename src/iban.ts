@@ -29,11 +29,7 @@ export function isValidNormalizedIban(iban: string): boolean {
 
 const countries = getCountrySpecifications();
 
-/**
- * Whether `iban` (compact, upper case) is as long as an IBAN of the country it starts with, per
- * ibantools' registry. Neither check digits nor BBAN format are looked at: text that fails them may
- * still be a mistyped IBAN, to be masked all the same.
- */
-export function hasIbanLength(iban: string): boolean {
-  return countries[iban.slice(0, 2)]?.chars === iban.length;
+/** The length of an IBAN of `country` (two upper-case letters), per ibantools' registry; undefined for a country without IBANs. */
+export function ibanLength(country: string): number | undefined {
+  return countries[country]?.chars ?? undefined;
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Agent, type Dispatcher, errors } from 'undici';
 import { ConfigError, UpstreamBadResponseError } from '../errors.ts';
-import { hasIbanLength } from '../iban.ts';
+import { ibanLength } from '../iban.ts';
 import { maskIban } from '../logger.ts';
 import { parseRetryAfter } from '../retry.ts';
 import { errorForStatus, type RequestContext } from './http-errors.ts';
@@ -237,18 +237,21 @@ function excerptEnd(head: Buffer, apiKey: string): number {
 
 /**
  * Compact IBAN-like text masked as it stands; grouped text masked on its longest run of whole groups
- * as long as an IBAN of its country (ibantools' registry), the rest kept, or left alone when there is
- * none: a code like `SN12-ABCD-EFGH`, or words (`ID42 with code`), is no IBAN. Print forms come from
- * software that groups a stored IBAN, so a grouped IBAN has its country's length.
+ * as long as an IBAN of its country (ibantools' registry), the rest kept. Print forms come from
+ * software that groups a stored IBAN, so a grouped IBAN has its country's length; one a group or
+ * less away from it (a character mistyped away or in) is still a customer's account, masked whole.
+ * Anything else is left alone: a code like `SN12-ABCD-EFGH`, or words (`ID42 with code`).
  */
 function maskIbanLike(text: string): string {
   const sep = /[ -]/.exec(text)?.[0];
   if (sep === undefined) return maskIban(text);
+  const length = ibanLength(text.slice(0, 2).toUpperCase());
+  if (length === undefined) return text;
   for (let end = text.length; end > 0; end = text.lastIndexOf(sep, end - 1)) {
-    const head = text.slice(0, end);
-    if (hasIbanLength(head.replaceAll(sep, '').toUpperCase())) return maskIban(head) + text.slice(end);
+    if (text.slice(0, end).replaceAll(sep, '').length === length)
+      return maskIban(text.slice(0, end)) + text.slice(end);
   }
-  return text;
+  return Math.abs(text.replaceAll(sep, '').length - length) <= 4 ? maskIban(text) : text;
 }
 
 /**

@@ -121,6 +121,11 @@ describe('body excerpts', () => {
     expect(excerpt('BE68-5390-0754-7034-ABCD-EF', 'k3y')).toBe('BE…7034-ABCD-EF');
   });
 
+  it('mask a grouped IBAN a character short or long, whole', () => {
+    expect(excerpt('iban FR76 3000 6000 0112 3456 7890 18 refused', 'k3y')).toBe('iban FR…9018 refused');
+    expect(excerpt('iban FR76-3000-6000-0112-3456-7890-1890 refused', 'k3y')).toBe('iban FR…1890 refused');
+  });
+
   it('leave grouped codes and words no IBAN is as long as alone', () => {
     for (const text of [
       'serial SN12-ABCD-EFGH',
