@@ -34,9 +34,22 @@ export function isRetriableRegistryFailure(err: unknown): boolean {
   return status !== undefined && (status >= 500 || status === 408 || status === 429);
 }
 
+/**
+ * The client words an error answer by its body's `message`, the registry's own; any other body, such
+ * as the 404 page of a server whose path is not the registry's API (SCHEMA_REGISTRY_URL without
+ * Apicurio's `/apis/ccompat/v7`, say), came out as `status 404: [object Object]`.
+ */
+const FOREIGN_BODY = /: \[object Object\]$/;
+
 /** A registry client failure in the project's model. */
 export function registryError(err: unknown, what: string): FraudlinkError {
-  const message = err instanceof Error ? err.message : String(err);
+  const raw = err instanceof Error ? err.message : String(err);
+  const message = raw.replace(
+    FOREIGN_BODY,
+    isNotFound(err)
+      ? ', not from a schema registry: does SCHEMA_REGISTRY_URL name its API root (Apicurio: …/apis/ccompat/v7)?'
+      : ', not from a schema registry',
+  );
   return new SchemaRegistryError(`${what} failed: ${message}`, {
     cause: err,
     retriable: isRetriableRegistryFailure(err),

@@ -63,6 +63,20 @@ describe('schema registry on a real registry', () => {
     );
     await expect(registry.decode(null)).rejects.toThrow(/tombstone/);
   });
+
+  it('names a registry URL that misses the API root, rather than an object printed as [object Object]', async () => {
+    const url = stackEnv().SCHEMA_REGISTRY_URL.replace(/\/ccompat\/v7$/, '/no-such-api');
+    const registry = createSchemaRegistry({ url });
+    const err = await registry
+      .encoder(uniqueName('alerts'), loadSchema(SchemaNames.AlertUpserted))
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(SchemaRegistryError);
+    expect(isRetriable(err)).toBe(false);
+    expect(err.message).not.toContain('[object Object]');
+    expect(err.message).toMatch(
+      /status 404, not from a schema registry: does SCHEMA_REGISTRY_URL name its API root/,
+    );
+  });
 });
 
 const testSchema = (file: string) =>
