@@ -1,6 +1,11 @@
 #!/usr/bin/env node
 // Thin launcher: the compiled CLI lives in dist/ (built by `npm run build`, or on install by `prepare`).
-import { exitWith, main } from '../dist/cli/main.js';
+// The signal keeper comes first, and the CLI is loaded only then: as PID 1 in the image, a SIGTERM
+// while the CLI loads (a few hundred ms) would otherwise be dropped (src/cli/signals.ts).
+import { keepStopSignals } from '../dist/cli/signals.js';
+
+keepStopSignals();
+const { exitWith, main } = await import('../dist/cli/main.js');
 
 main(process.argv).then(exitWith, (err) => {
   process.stderr.write(`${err?.stack ?? err}\n`);

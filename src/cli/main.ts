@@ -6,6 +6,7 @@ import { registerReplayCommand } from './commands/replay.ts';
 import { registerSandboxCommand } from './commands/sandbox.ts';
 import { registerVerifierCommand } from './commands/verifier.ts';
 import type { CliContext } from './context.ts';
+import { keepStopSignals } from './signals.ts';
 
 export function buildProgram(ctx: CliContext): Command {
   const program = new Command('fraudlink')
@@ -56,8 +57,10 @@ export async function main(argv: string[], ctx: Partial<CliContext> = {}): Promi
   }
 }
 
-// Run directly (`node src/cli/main.ts ...`), as tests and npm scripts do before a build exists.
+// Run directly (`node src/cli/main.ts ...`), as tests and npm scripts do before a build exists; with
+// the launcher's signal keeper, installed late here (the modules above are loaded already).
 if (import.meta.main) {
+  keepStopSignals();
   main(process.argv).then(exitWith);
 }
 

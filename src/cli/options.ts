@@ -2,6 +2,7 @@ import { InvalidArgumentError } from 'commander';
 import { AbortedError } from '../errors.ts';
 import { parseInstant } from '../instant.ts';
 import type { Logger } from '../logger.ts';
+import { onStopSignal } from './signals.ts';
 
 /** Commander argument parsers that name what was wrong. */
 export function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
@@ -46,23 +47,37 @@ export function instant(value: string): string {
 
 /**
  * Resolves when SIGTERM or SIGINT arrives; the listeners are removed afterwards, or when `cancel`
- * aborts (the promise then never settles).
+ * aborts (the promise then never settles). Takes the signals over from the launcher's keeper.
  */
 export function untilSignal(cancel?: AbortSignal): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     const off = () => {
-      process.off('SIGTERM', on);
-      process.off('SIGINT', on);
+      release();
       cancel?.removeEventListener('abort', off);
     };
-    const on = (signal: NodeJS.Signals) => {
+    const release = onStopSignal((signal) => {
       off();
       resolve(signal);
-    };
-    process.on('SIGTERM', on);
-    process.on('SIGINT', on);
+    });
     cancel?.addEventListener('abort', off, { once: true });
   });
+}
+
+/**
+ * For a command that runs to an end of its own: SIGTERM or SIGINT aborts `controller` (the reason an
+ * AbortedError naming the signal) until `release()`; `received()` names the signal that did.
+ */
+export function abortOnSignal(controller: AbortController): {
+  received(): NodeJS.Signals | undefined;
+  release(): void;
+} {
+  const released = new AbortController();
+  let received: NodeJS.Signals | undefined;
+  void untilSignal(released.signal).then((signal) => {
+    received = signal;
+    controller.abort(new AbortedError(`stopped by ${signal}`));
+  });
+  return { received: () => received, release: () => released.abort() };
 }
 
 interface Running {

@@ -7,7 +7,7 @@ import { AbortedError, ErrorCodes, ExitCodes, FraudlinkError } from '../../error
 import { isValidNormalizedIban, normalizeIban } from '../../iban.ts';
 import { createLogger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
-import { instant, integer, nonEmpty } from '../options.ts';
+import { abortOnSignal, instant, integer, nonEmpty } from '../options.ts';
 
 const QUALIFICATIONS = ['PENDING', 'CONFIRMED', 'REJECTED', 'UNDER_INVESTIGATION'];
 
@@ -83,12 +83,11 @@ async function withSession(
     ...(retries !== undefined && { retry: { retries } }),
   });
   const controller = new AbortController();
-  const stop = () => controller.abort(new AbortedError('stopped by signal'));
   // A reader that goes away (`| head`) ends the walk quietly instead of crashing on EPIPE.
   const onStdoutError = (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE') controller.abort(new AbortedError('stdout closed'));
   };
-  process.once('SIGINT', stop).once('SIGTERM', stop);
+  const signals = abortOnSignal(controller);
   ctx.stdout.on('error', onStdoutError);
   const pretty = ctx.stdout.isTTY === true;
   const session: Session = {
@@ -117,7 +116,7 @@ async function withSession(
     ctx.stderr.write(`fraudlink: ${(err as FraudlinkError).code}: ${(err as Error).message}\n`);
     ctx.exitCode = code;
   } finally {
-    process.off('SIGINT', stop).off('SIGTERM', stop);
+    signals.release();
     ctx.stdout.off('error', onStdoutError);
     await client.close();
   }

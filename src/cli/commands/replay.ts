@@ -7,7 +7,7 @@ import { AbortedError, OutputError, UsageError } from '../../errors.ts';
 import { createLogger, maskIban } from '../../logger.ts';
 import type { AlertState, ReplayOptions } from '../../replay/index.ts';
 import type { CliContext } from '../context.ts';
-import { nonEmpty } from '../options.ts';
+import { abortOnSignal, nonEmpty } from '../options.ts';
 
 interface ReplayFlags {
   follow?: boolean;
@@ -108,12 +108,7 @@ async function replayCommand(ctx: CliContext, opts: ReplayFlags): Promise<void> 
   const output = await openOutput(ctx, opts.out, () => controller.abort());
   const bar = progressBar(ctx, cliProgress);
   // SIGINT or SIGTERM stops the read or the follow (exit 0, as every long-running command).
-  let signalled = false;
-  const onSignal = () => {
-    signalled = true;
-    controller.abort();
-  };
-  process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
+  const signals = abortOnSignal(controller);
   const started = Date.now();
   let pending: Promise<void> = Promise.resolve();
   const print = (line: () => string) => {
@@ -150,7 +145,7 @@ async function replayCommand(ctx: CliContext, opts: ReplayFlags): Promise<void> 
       options,
     ).catch((err: unknown) => {
       // Stopped by a signal or by its output: that, not the abort, is what happened.
-      if (err instanceof AbortedError && (signalled || output.broken())) return undefined;
+      if (err instanceof AbortedError && (signals.received() || output.broken())) return undefined;
       throw err;
     });
     await pending;
@@ -169,7 +164,7 @@ async function replayCommand(ctx: CliContext, opts: ReplayFlags): Promise<void> 
     }
   } finally {
     bar.stop();
-    process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+    signals.release();
   }
 }
 

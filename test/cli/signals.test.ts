@@ -1,0 +1,47 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { keepStopSignals, onStopSignal, signalExitCode } from '../../src/cli/signals.ts';
+
+// The keeper in this process, with a stand-in for process.exit; launcher.test.ts runs the real one.
+describe('signal keeper', () => {
+  afterEach(() => {
+    expect(process.listenerCount('SIGTERM')).toBe(0);
+    expect(process.listenerCount('SIGINT')).toBe(0);
+  });
+
+  it('ends the process with 128 + the signal number until a command takes the signals over', () => {
+    const exit = vi.fn();
+    keepStopSignals(exit);
+    process.emit('SIGTERM');
+    process.emit('SIGINT');
+    expect(exit.mock.calls).toEqual([[143], [130]]);
+    onStopSignal(() => {})();
+  });
+
+  it('hands the signals over to the command without a moment with no listener, and then stays out', () => {
+    const exit = vi.fn();
+    keepStopSignals(exit);
+    const left: number[] = [];
+    const onRemove = (name: string | symbol) => {
+      if (name === 'SIGTERM') left.push(process.listenerCount('SIGTERM'));
+    };
+    process.on('removeListener', onRemove);
+    const listener = vi.fn();
+    const off = onStopSignal(listener);
+    process.off('removeListener', onRemove);
+    // Node stops watching a signal when its last listener goes: for PID 1, one then is dropped.
+    expect(left).toEqual([1]);
+    process.emit('SIGTERM');
+    expect(listener).toHaveBeenCalledWith('SIGTERM');
+    expect(exit).not.toHaveBeenCalled();
+    off();
+  });
+
+  it('lets a command handle the signals without a keeper, as when main() is called directly', () => {
+    const listener = vi.fn();
+    const off = onStopSignal(listener);
+    process.emit('SIGINT');
+    off();
+    expect(listener).toHaveBeenCalledWith('SIGINT');
+    expect(signalExitCode('SIGINT')).toBe(130);
+  });
+});
