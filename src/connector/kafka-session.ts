@@ -1,5 +1,5 @@
 import type { ConnectorConfig } from '../config/index.ts';
-import { ErrorCodes, findError, KafkaError } from '../errors.ts';
+import { AbortedError, ErrorCodes, findError, KafkaError } from '../errors.ts';
 import {
   batchBytes,
   type KafkaClient,
@@ -8,6 +8,7 @@ import {
   type SchemaRegistryClient,
 } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
+import { unlessAborted } from '../retry.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
 import type { Batch, PublishSession } from './connector.ts';
 import { type CursorRecord, CursorTracker, parseCursorRecord, serializeCursorRecord } from './cursor.ts';
@@ -95,7 +96,8 @@ export async function readCursorRecord(
  * Writes a new cursor record for `name` (a deliberate replay from `start`), keeping the stored
  * record's counters. Its producer has the connector's transactional id, so creating it fences a
  * running connector. A stored record that cannot be read is what a reset may be for: it is replaced
- * all the same, counters from zero, with a warning naming the problem.
+ * all the same, counters from zero, with a warning naming the problem. `signal` aborts it (AbortedError)
+ * until the write begins, leaving the stored record as it was (a running connector may be fenced).
  */
 export async function resetCursorRecord(
   kafka: KafkaClient,
@@ -103,12 +105,18 @@ export async function resetCursorRecord(
   name: string,
   start: 'earliest' | Date,
   logger: Logger,
+  signal?: AbortSignal,
 ): Promise<CursorRecord> {
-  const producer = await kafka.transactionalProducer({ transactionalId: transactionalIdOf(name) });
+  const creating = kafka.transactionalProducer({ transactionalId: transactionalIdOf(name) });
+  const producer = await unlessAborted(creating, signal, 'connecting the cursor writer').catch((err) => {
+    // One that connects after the abort is closed then.
+    if (signal?.aborted) void creating.then((late) => late.close()).catch(() => {});
+    throw err;
+  });
   try {
     let previous: CursorRecord | null = null;
     try {
-      previous = await readCursorRecord(kafka, offsetsTopic, name, { logger });
+      previous = await readCursorRecord(kafka, offsetsTopic, name, { logger, ...(signal && { signal }) });
     } catch (err) {
       if (!findError(err, ErrorCodes.DECODE_FAILED)) throw err;
       logger.warn(
@@ -118,6 +126,8 @@ export async function resetCursorRecord(
     }
     const record = CursorTracker.initial(name, start).snapshot();
     if (previous) record.counters = previous.counters;
+    // Not aborted once under way: the write is one short transaction.
+    if (signal?.aborted) throw new AbortedError('cursor reset aborted before the write');
     await producer.transaction([cursorRecordOf(offsetsTopic, name, record)]);
     return record;
   } finally {

@@ -1,6 +1,7 @@
 import type { KafkaConfig as KafkajsConfig, SASLOptions } from '@fraudlink/kafkajs';
 import type { KafkaConfig } from '../config/index.ts';
 import type { Logger } from '../logger.ts';
+import { unlessAborted } from '../retry.ts';
 import { wrapAdmin } from './admin.ts';
 import { createGroupConsumer } from './consumer.ts';
 import { cacheCoordinatorLookups } from './coordinator-cache.ts';
@@ -70,7 +71,18 @@ export function createKafkaClient({
     producer: () => createProducer(kafka, config.compression),
     groupConsumer: (o) => createGroupConsumer(kafka, o),
     async readTopic(topic, onRecords, o) {
-      const a = await admin();
+      // With the broker away, connecting runs through kafkajs's retries (tens of seconds): an abort
+      // (SIGTERM) must not wait them out. An admin client that connects after it is closed then.
+      const connecting = admin();
+      let a: KafkaAdmin;
+      try {
+        a = await unlessAborted(connecting, o?.signal, `reading ${topic}`);
+      } catch (err) {
+        if (!o?.signal?.aborted) throw err;
+        void connecting.then((late) => late.close()).catch(() => {});
+        if (o.follow) return;
+        throw err;
+      }
       try {
         await readTopic(kafka, a, topic, onRecords, o);
       } finally {

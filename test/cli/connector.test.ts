@@ -1,6 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { START_ABORT_GRACE_MS } from '../../src/cli/options.ts';
 
 /** `fraudlink connector ...` as a child process with an empty environment. */
@@ -30,33 +30,54 @@ describe('fraudlink connector reset', { timeout: 30_000 }, () => {
   });
 });
 
+/**
+ * `fraudlink connector ...` as a child process with a broker that refuses connections; resolves once
+ * kafkajs has logged a failed connection (it then retries for tens of seconds).
+ */
+async function connectingInVain(args: string[]) {
+  const env = {
+    PATH: process.env.PATH ?? '',
+    API_BASE_URL: 'http://127.0.0.1:1/api',
+    API_KEY: 'k',
+    KAFKA_BROKERS: '127.0.0.1:1',
+    SCHEMA_REGISTRY_URL: 'http://127.0.0.1:1',
+    HTTP_PORT: '0',
+  };
+  const child = spawn(process.execPath, ['src/cli/main.ts', 'connector', ...args], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  onTestFinished(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  // 'close', not 'exit': the output is read to its end.
+  const exited = once(child, 'close');
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  await new Promise<void>((resolve) => {
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (stderr.includes('Connection error')) resolve();
+    });
+  });
+  return {
+    /** Sends `signal`, then resolves with the exit code and the output once the process has ended. */
+    async stop(signal: NodeJS.Signals) {
+      child.kill(signal);
+      const [code] = await exited;
+      return { code, stdout, stderr };
+    },
+  };
+}
+
 describe('fraudlink connector run', () => {
   it('exits 0 soon after a SIGTERM during a start-up that cannot reach the broker (it retried on, then exit 1)', {
     timeout: START_ABORT_GRACE_MS + 15_000,
   }, async () => {
-    const env = {
-      PATH: process.env.PATH ?? '',
-      API_BASE_URL: 'http://127.0.0.1:1/api',
-      API_KEY: 'k',
-      KAFKA_BROKERS: '127.0.0.1:1',
-      SCHEMA_REGISTRY_URL: 'http://127.0.0.1:1',
-      HTTP_PORT: '0',
-    };
-    const child = spawn(process.execPath, ['src/cli/main.ts', 'connector'], {
-      env,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    // 'close', not 'exit': stderr is read to its end.
-    const exited = once(child, 'close');
-    let stderr = '';
-    await new Promise<void>((resolve) => {
-      child.stderr.on('data', (d: Buffer) => {
-        stderr += d.toString();
-        if (stderr.includes('Connection error')) resolve();
-      });
-    });
-    child.kill('SIGTERM');
-    const [code] = await exited;
+    const { code, stderr } = await (await connectingInVain([])).stop('SIGTERM');
     // Exit 0 through the grace's end (a start-up left to retry on ends in exit 1); the test's
     // timeout bounds how long that may take.
     expect(code).toBe(0);
@@ -64,4 +85,21 @@ describe('fraudlink connector run', () => {
       new RegExp(`"graceMs":${START_ABORT_GRACE_MS},.*"msg":"start-up did not end after the stop request`),
     );
   });
+});
+
+describe('fraudlink connector status and reset on a signal', { timeout: 15_000 }, () => {
+  // Both waited out kafkajs's retries with no handler (as PID 1, a SIGTERM was dropped), and a
+  // SIGTERM outside PID 1 killed them without a word.
+  it.each([
+    ['status', [], 'SIGTERM', 143, 'the cursor record was not read'],
+    ['reset', ['--earliest'], 'SIGINT', 130, 'the cursor was not reset'],
+  ] as const)(
+    '%s stops waiting for an unreachable broker on a signal, says so and exits 128 + its number',
+    async (command, args, signal, exitCode, undone) => {
+      const { code, stdout, stderr } = await (await connectingInVain([command, ...args])).stop(signal);
+      expect(code).toBe(exitCode);
+      expect(stdout).toBe('');
+      expect(stderr).toContain(`"signal":"${signal}","msg":"stopped by ${signal}: ${undone}"`);
+    },
+  );
 });

@@ -2,11 +2,12 @@ import type { Command } from 'commander';
 import { loadConnectorConfig } from '../../config/index.ts';
 import { boundHeapGrowth } from '../../connector/heap.ts';
 import { readCursorRecord, resetCursorRecord, startConnector } from '../../connector/index.ts';
-import { UsageError } from '../../errors.ts';
+import { AbortedError, UsageError } from '../../errors.ts';
 import { createKafkaClient } from '../../kafka/index.ts';
-import { createLogger } from '../../logger.ts';
+import { createLogger, type Logger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
-import { instant, serveUntilSignal } from '../options.ts';
+import { abortOnSignal, instant, serveUntilSignal } from '../options.ts';
+import { signalExitCode } from '../signals.ts';
 
 export function registerConnectorCommand(program: Command, ctx: CliContext): void {
   const connector = program
@@ -39,15 +40,17 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
   connector
     .command('status')
     .description('print the stored cursor record of CONNECTOR_NAME')
+    .addHelpText('after', '\nSIGTERM or SIGINT stops it with nothing printed: exit 143 or 130.')
     .action(async () => {
       const config = loadConnectorConfig(ctx.env);
       const logger = createLogger({ level: config.logLevel });
       const kafka = createKafkaClient({ config: config.kafka, logger });
-      const record = await readCursorRecord(kafka, config.topics.offsetsTopic, config.connector.name, {
-        logger,
-      });
+      const read = await unlessSignalled(ctx, logger, 'the cursor record was not read', (signal) =>
+        readCursorRecord(kafka, config.topics.offsetsTopic, config.connector.name, { logger, signal }),
+      );
+      if (read === undefined) return;
       ctx.stdout.write(
-        `${JSON.stringify(record ?? { connector: config.connector.name, cursor: null, stored: false }, null, 2)}\n`,
+        `${JSON.stringify(read.value ?? { connector: config.connector.name, cursor: null, stored: false }, null, 2)}\n`,
       );
     });
 
@@ -56,6 +59,11 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
     .description('rewrite the cursor for a deliberate replay (fences any running instance)')
     .option('--updated-after <instant>', 'resume the feed after this ISO-8601 instant', instant)
     .option('--earliest', 'resume from the start of the feed')
+    .addHelpText(
+      'after',
+      '\nSIGTERM or SIGINT stops it before the new cursor is written, with the stored one unchanged (a\n' +
+        'running connector may already be fenced): exit 143 or 130. A write under way is finished.',
+    )
     .action(async (opts: { updatedAfter?: string; earliest?: boolean }) => {
       if (Boolean(opts.updatedAfter) === Boolean(opts.earliest)) {
         throw new UsageError('give exactly one of --updated-after <instant> and --earliest');
@@ -64,13 +72,35 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
       const logger = createLogger({ level: config.logLevel });
       const kafka = createKafkaClient({ config: config.kafka, logger });
       const start = opts.earliest ? 'earliest' : new Date(opts.updatedAfter as string);
-      const record = await resetCursorRecord(
-        kafka,
-        config.topics.offsetsTopic,
-        config.connector.name,
-        start,
-        logger,
+      const written = await unlessSignalled(ctx, logger, 'the cursor was not reset', (signal) =>
+        resetCursorRecord(kafka, config.topics.offsetsTopic, config.connector.name, start, logger, signal),
       );
-      ctx.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
+      if (written === undefined) return;
+      ctx.stdout.write(`${JSON.stringify(written.value, null, 2)}\n`);
     });
+}
+
+/**
+ * Runs a one-shot job that SIGTERM or SIGINT aborts. Stopped so, it logs what did not happen and
+ * sets the exit code to 128 + the signal's number (the job did not finish), and resolves undefined.
+ */
+async function unlessSignalled<T>(
+  ctx: CliContext,
+  logger: Logger,
+  undone: string,
+  job: (signal: AbortSignal) => Promise<T>,
+): Promise<{ value: T } | undefined> {
+  const controller = new AbortController();
+  const signals = abortOnSignal(controller);
+  try {
+    return { value: await job(controller.signal) };
+  } catch (err) {
+    const signal = signals.received();
+    if (signal === undefined || !(err instanceof AbortedError)) throw err;
+    logger.warn({ signal }, `stopped by ${signal}: ${undone}`);
+    ctx.exitCode = signalExitCode(signal);
+    return undefined;
+  } finally {
+    signals.release();
+  }
 }
