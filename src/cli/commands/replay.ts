@@ -107,9 +107,13 @@ async function replayCommand(ctx: CliContext, opts: ReplayFlags): Promise<void> 
   const controller = new AbortController();
   const output = await openOutput(ctx, opts.out, () => controller.abort());
   const bar = progressBar(ctx, cliProgress);
-  // SIGINT or SIGTERM stops the read or the follow (exit 0, as every long-running command).
+  // SIGINT or SIGTERM stops the read or the follow (exit 0, as every long-running command); before
+  // the snapshot's end, with a warning that nothing was printed.
   const signals = abortOnSignal(controller);
   const started = Date.now();
+  // How far the snapshot got, for a stop before its end.
+  let snapshotTaken = false;
+  let progress: { read: bigint; total: bigint } | undefined;
   let pending: Promise<void> = Promise.resolve();
   const print = (line: () => string) => {
     pending = pending.then(() => output.write(line()));
@@ -119,8 +123,12 @@ async function replayCommand(ctx: CliContext, opts: ReplayFlags): Promise<void> 
     signal: controller.signal,
     ...(opts.skipUndecodable && { skipUndecodable: true }),
     ...(opts.follow && { follow: true }),
-    onProgress: ({ read, total }) => bar.update(read, total),
+    onProgress: (reached) => {
+      progress = reached;
+      bar.update(reached.read, reached.total);
+    },
     onSnapshot: (alerts, counts) => {
+      snapshotTaken = true;
       bar.stop();
       if (opts.summary)
         print(() =>
@@ -150,7 +158,18 @@ async function replayCommand(ctx: CliContext, opts: ReplayFlags): Promise<void> 
     });
     await pending;
     await output.finish();
-    if (result) {
+    const signal = signals.received();
+    if (signal && !snapshotTaken) {
+      // Nothing was printed, which would otherwise read as a topic without an active alert.
+      logger.warn(
+        {
+          signal,
+          topic: config.alertsTopic,
+          ...(progress && { offsetsRead: Number(progress.read), offsetsTotal: Number(progress.total) }),
+        },
+        `stopped by ${signal} before the end of the topic: the alert table was not printed`,
+      );
+    } else if (result) {
       const { alerts, events, skipped, uncertain } = result;
       logger.info(
         { active: alerts.size, events, skipped, uncertain: uncertain.size, ms: Date.now() - started },
@@ -181,7 +200,7 @@ export function registerReplayCommand(program: Command, ctx: CliContext): void {
     )
     .addHelpText(
       'after',
-      '\nReads ALERTS_TOPIC (read_committed) with KAFKA_BROKERS and SCHEMA_REGISTRY_URL. Progress on stderr when it is a terminal. SIGINT or SIGTERM stops it (exit 0).',
+      '\nReads ALERTS_TOPIC (read_committed) with KAFKA_BROKERS and SCHEMA_REGISTRY_URL. Progress on stderr when it is a terminal. SIGINT or SIGTERM stops it (exit 0); before the end of the snapshot, with nothing printed and a warning on stderr saying so.',
     )
     .action((opts: ReplayFlags) => replayCommand(ctx, opts));
 }
