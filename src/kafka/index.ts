@@ -12,4 +12,5 @@ export {
   type SchemaRegistryOptions,
   subjectFor,
 } from './registry.ts';
+export { isSchemaRefusal } from './registry-errors.ts';
 export type * from './types.ts';

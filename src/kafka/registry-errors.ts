@@ -26,6 +26,25 @@ export function isRefused(err: unknown): boolean {
   return status === 401 || status === 403;
 }
 
+/**
+ * The registry refused the schema itself under its subject: incompatible with what is registered
+ * there under the subject's compatibility rule (409), or invalid (422, Apicurio's and Confluent's
+ * error_code 42201; the client keeps only the status). Also the client's own refusal to register
+ * under a subject configured with a compatibility level other than the one it was given. Each stays
+ * so until someone changes that subject, and concerns that subject only; a refused account (401,
+ * 403), a wrong URL (404) or a failing registry concern every subject.
+ */
+export function isSchemaRefusal(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let e: unknown = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    const status = statusOf(e);
+    if (status === 409 || status === 422 || e.name === 'ConfluentSchemaRegistryCompatibilityError')
+      return true;
+  }
+  return false;
+}
+
 /** True when asking again later may succeed: the registry is unreachable, overloaded or failing. */
 export function isRetriableRegistryFailure(err: unknown): boolean {
   const message = err instanceof Error ? err.message : String(err);

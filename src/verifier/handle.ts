@@ -1,17 +1,11 @@
 import type { ApiClient } from '../api/index.ts';
 import type { VerifierConfig } from '../config/index.ts';
-import {
-  AbortedError,
-  DecodeError,
-  FraudlinkError,
-  isRetriable,
-  KafkaError,
-  SchemaRegistryError,
-} from '../errors.ts';
+import { AbortedError, DecodeError, FraudlinkError, KafkaError } from '../errors.ts';
 import {
   batchBytes,
   type Encoder,
   type IncomingRecord,
+  isSchemaRefusal,
   type OutgoingRecord,
   type SchemaRegistryClient,
 } from '../kafka/index.ts';
@@ -145,9 +139,9 @@ async function replyRecord(
     } catch (err) {
       // The registry refuses the result schema under the requester's topic's subject (another schema
       // registered there, incompatible): that stays so at every restart, and stopping would stop the
-      // verifier for every requester. A registry that cannot answer stops it (retriable).
-      if (route.topic === config.repliesTopic || !(err instanceof SchemaRegistryError) || isRetriable(err))
-        throw err;
+      // verifier for every requester. Any other failure (a registry that cannot answer, refused
+      // credentials) is not that requester's doing: it stops the verifier, as on the default topic.
+      if (route.topic === config.repliesTopic || !isSchemaRefusal(err)) throw err;
       metrics.refusedReplyTopics.inc();
       logger.warn(
         { err, requestId, refused: route.topic },

@@ -1,9 +1,17 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { loadVerifierConfig } from '../../src/config/index.ts';
 import { DecodeError, SchemaRegistryError } from '../../src/errors.ts';
-import type { IncomingRecord } from '../../src/kafka/index.ts';
+import {
+  createSchemaRegistry,
+  type IncomingRecord,
+  type SchemaRegistryClient,
+} from '../../src/kafka/index.ts';
 import { createLogger, silentLogger } from '../../src/logger.ts';
+import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { type HandlerDeps, handleRequest } from '../../src/verifier/handle.ts';
 import { createVerifierMetrics } from '../../src/verifier/metrics.ts';
 import { logCapture } from '../helpers/log.ts';
@@ -137,26 +145,53 @@ describe('handleRequest when the registry refuses a reply topic', () => {
   }
   const custom = 'vop.verification.replies.team-a';
   const encoder = { encode: () => Buffer.from('avro reply') } as never;
-  const refusing = (err: Error) => async (topic: string) => {
-    if (topic === custom) throw err;
-    return encoder;
-  };
   const registry = { decode: async () => Promise.reject(new DecodeError('schema id 9 is unknown')) } as never;
 
-  it('replies on the default topic, warning and counting, when the subject refuses the reply schema', async () => {
+  /**
+   * A registry on port 0 that answers a subject's config with `compatibility` and a registration with
+   * `status`; with `everything`, it answers every request so (refused credentials).
+   */
+  async function fakeRegistry(
+    status: number,
+    options: { everything?: boolean; compatibility?: string } = {},
+  ) {
+    const server = createServer((req, res) => {
+      const config = req.method === 'GET' && req.url?.includes('/config/');
+      const [code, body] =
+        config && !options.everything
+          ? [200, { compatibilityLevel: options.compatibility ?? 'BACKWARD' }]
+          : [status, { error_code: status === 422 ? 42201 : status, message: `answered ${status}` }];
+      req.resume();
+      res.writeHead(code, { 'content-type': 'application/vnd.schemaregistry.v1+json' });
+      res.end(JSON.stringify(body));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const { port } = server.address() as AddressInfo;
+    return createSchemaRegistry({ url: `http://127.0.0.1:${port}/apis/ccompat/v7` });
+  }
+
+  /** Handler deps whose custom-topic encoder registers through `client`; the default topic's is cached. */
+  const through = (client: SchemaRegistryClient, overrides: Partial<HandlerDeps> = {}) =>
+    deps({
+      registry,
+      replyEncoder: async (topic) =>
+        topic === custom ? client.encoder(topic, loadSchema(SchemaNames.VerificationResult)) : encoder,
+      ...overrides,
+    });
+
+  it.each([
+    ['the schema is incompatible with the one registered under the subject (409)', 409, undefined],
+    ['the schema is invalid under the subject (422)', 422, undefined],
+    ['the subject has a compatibility level other than ours', 200, 'NONE'],
+  ])('replies on the default topic, warning and counting, when %s', async (_, status, compatibility) => {
     const metrics = createVerifierMetrics(new Registry());
     const out = logCapture();
-    const incompatible = new SchemaRegistryError('registering subject failed: incompatible schema', {
-      retriable: false,
-    });
+    const client = await fakeRegistry(status, compatibility === undefined ? {} : { compatibility });
     const records = await handleRequest(
       avroRequestFor(custom),
-      deps({
-        registry,
-        replyEncoder: refusing(incompatible),
-        metrics,
-        logger: createLogger({ level: 'warn', destination: out.stream }),
-      }),
+      through(client, { metrics, logger: createLogger({ level: 'warn', destination: out.stream }) }),
     );
     const reply = records.find((r) => r.topic !== config.verifier.dlqTopic);
     expect(reply).toMatchObject({
@@ -169,10 +204,26 @@ describe('handleRequest when the registry refuses a reply topic', () => {
     expect(out.lines).toContainEqual(expect.objectContaining({ level: 'warn', refused: custom }));
   });
 
+  it.each([401, 403])(
+    'stops (rejects), as on the default topic, when the registry refuses the verifier its credentials (%i), rather than moving the reply',
+    async (status) => {
+      const metrics = createVerifierMetrics(new Registry());
+      const client = await fakeRegistry(status, { everything: true });
+      const handling = handleRequest(avroRequestFor(custom), through(client, { metrics }));
+      await expect(handling).rejects.toBeInstanceOf(SchemaRegistryError);
+      await expect(handling).rejects.toThrow(`answered ${status}`);
+      expect((await metrics.refusedReplyTopics.get()).values[0]?.value).toBe(0);
+    },
+  );
+
   it('stops (rejects) when the registry cannot answer, rather than moving the reply', async () => {
     const down = new SchemaRegistryError('registering subject failed: ECONNREFUSED', { retriable: true });
+    const refusing = async (topic: string) => {
+      if (topic === custom) throw down;
+      return encoder;
+    };
     await expect(
-      handleRequest(avroRequestFor(custom), deps({ registry, replyEncoder: refusing(down) })),
+      handleRequest(avroRequestFor(custom), deps({ registry, replyEncoder: refusing })),
     ).rejects.toBe(down);
   });
 });

@@ -4,6 +4,7 @@ import { TimeoutError } from '../../src/errors.ts';
 import { CODECS } from '../../src/kafka/codecs.ts';
 import { batchBytes, type Producer } from '../../src/kafka/index.ts';
 import type { SandboxOptions } from '../../src/sandbox/index.ts';
+import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { runCli } from '../helpers/cli.ts';
 import { collect } from '../helpers/kafka.ts';
 import { header, replyPartitionHeader, verifierHarness } from './harness.ts';
@@ -191,6 +192,40 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     verifier.child.kill('SIGTERM');
     expect(await verifier.exited).toBe(0);
     expect(verifier.stderr()).toContain('kafka_replyTopic refused');
+  });
+
+  it("replies on the default topic, with a warning, when the registry refuses the reply schema under kafka_replyTopic's subject (409)", async () => {
+    const { h, producer, replies, verifier } = await runningVerifier();
+    // The requester's subject holds another VerificationResult, which ours cannot read (BACKWARD).
+    await h.registry.register(h.customReplyTopic, {
+      type: 'record',
+      name: 'VerificationResult',
+      namespace: 'fraudlink.vop',
+      fields: [{ name: 'ticket', type: 'string' }],
+    });
+    const custom = await collect(h.kafka, h.customReplyTopic);
+    const encoder = await h.registry.encoder(
+      h.config.verifier.requestsTopic,
+      loadSchema(SchemaNames.VerificationRequest),
+    );
+    const requestedAt = Date.now();
+    await producer.send([
+      {
+        topic: h.config.verifier.requestsTopic,
+        key: 'subject-1',
+        value: encoder.encode({ requestId: 'subject-1', iban: IBAN, partyName: 'Anna Schmidt', requestedAt }),
+        headers: { kafka_replyTopic: h.customReplyTopic, 'vop-deadline': String(requestedAt + 120_000) },
+      },
+    ]);
+    const [reply] = await replies.until((r) => r.length >= 1);
+    expect(reply?.key?.toString()).toBe('subject-1');
+    expect((await h.registry.decode(reply?.value ?? null)).value).toMatchObject({ requestId: 'subject-1' });
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+    expect(verifier.stderr()).toContain(
+      "the registry refuses the reply schema for kafka_replyTopic's subject",
+    );
+    expect(custom.records).toHaveLength(0);
   });
 
   it('replies on the default topic at once when kafka_replyTopic names an allow-listed topic that does not exist', async () => {
