@@ -1,4 +1,5 @@
 import { FencedError, KafkaError } from '../errors.ts';
+import type { TopicPartitionError } from './topic-errors.ts';
 
 /**
  * The fencing errors, by the broker's error types. Brokers answer kafkajs's old request versions
@@ -62,6 +63,32 @@ export function isFencing(err: unknown): boolean {
     if (e.code !== undefined && FENCING_CODES.has(e.code)) return true;
   }
   return false;
+}
+
+/**
+ * A topic's answers to a Produce (or, on transaction protocol v1, AddPartitionsToTxn) that no retry
+ * changes, and that concern that topic alone: the producer may not write to it (an ACL), or the
+ * topic's own settings refuse the records (`max.message.bytes`; record validation or timestamp limits).
+ */
+const TOPIC_REFUSALS = new Set([
+  'TOPIC_AUTHORIZATION_FAILED',
+  'MESSAGE_TOO_LARGE',
+  'RECORD_LIST_TOO_LARGE',
+  'INVALID_RECORD',
+  'INVALID_TIMESTAMP',
+]);
+
+/**
+ * The topics that refused a failed send or transaction's records for good (see TOPIC_REFUSALS), as
+ * the broker named them (topic-errors.ts); empty when the failure is not such a refusal.
+ */
+export function refusedTopicsOf(err: unknown): string[] {
+  const topics = new Set<string>();
+  for (const e of chain(err)) {
+    const { topicErrors } = e as { topicErrors?: TopicPartitionError[] };
+    for (const t of topicErrors ?? []) if (TOPIC_REFUSALS.has(t.type)) topics.add(t.topic);
+  }
+  return [...topics];
 }
 
 /** kafkajs errors into the project's model: fencing is FencedError, the rest KafkaError keeping kafkajs's verdict. */

@@ -658,7 +658,7 @@ interface BrokerClass {
 const INSTALLED = Symbol.for('fraudlink.kafkajs.transactionV2');
 
 /** kafkajs's private `sendRequest` of a Broker: one request through its connection pool. */
-function sendRequestOf(Broker: BrokerClass): symbol {
+export function sendRequestOf(Broker: { prototype: object }): symbol {
   const symbol = Object.getOwnPropertySymbols(Broker.prototype).find(
     (s) => s.description === 'private:Broker:sendRequest',
   );

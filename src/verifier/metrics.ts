@@ -44,7 +44,7 @@ export function createVerifierMetrics(registry: Registry): VerifierMetrics {
     }),
     refusedReplyTopics: new Counter({
       name: 'fraudlink_verifier_reply_topic_refused_total',
-      help: 'Requests whose kafka_replyTopic was refused: by the allow-list, or by the registry for the reply schema',
+      help: 'Requests whose kafka_replyTopic was refused: by the allow-list, by the registry for the reply schema, or by the broker',
       registers,
     }),
     memberFenced: new Counter({

@@ -5,6 +5,7 @@ import { settledWithin } from '../retry.ts';
 import { GroupCommit } from './group-commit.ts';
 import { type HandlerDeps, handleRequest } from './handle.ts';
 import { PartitionProgress } from './progress.ts';
+import { RefusedReplyTopics, transactionAvoidingRefusedTopics } from './refused-topics.ts';
 
 export interface VerifierDeps extends HandlerDeps {
   kafka: KafkaClient;
@@ -23,6 +24,13 @@ export interface VerifierDeps extends HandlerDeps {
  * plus 5 s (verifier-deployment.yaml; test/ship/helm.test.ts keeps the two in step).
  */
 export const DRAIN_TIMEOUT_MS = 20_000;
+
+/**
+ * How long a custom reply topic that refused a transaction for good stays refused: 5 minutes. Its
+ * owner's fix (an ACL, a topic setting) is noticed that much later at worst, and each retry of a
+ * topic still refused costs one failed transaction.
+ */
+export const REFUSED_REPLY_TOPIC_MS = 5 * 60_000;
 
 export interface Verifier {
   start(): Promise<void>;
@@ -80,7 +88,11 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   // one after another, so each one's consumer offsets are appended after the previous one's, and the
   // group coordinator keeps the offset appended last whatever order the markers arrive in.
   let producers: TransactionalProducer[] = [];
+  const transactionalIds = [deps.transactionalId, `${deps.transactionalId}.1`];
+  const openProducer = (transactionalId: string) =>
+    deps.kafka.transactionalProducer({ transactionalId, transactionTimeoutMs: 15_000 });
   let turn = 0;
+  const refusedTopics = new RefusedReplyTopics(REFUSED_REPLY_TOPIC_MS);
   let stopping = false;
   let joined = false;
   /**
@@ -104,10 +116,19 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     const { records, offsets } = progress.takeCommittable();
     if (offsets.length === 0) return;
     const started = performance.now();
-    const producer = producers[turn++ % producers.length];
+    const slot = turn++ % producers.length;
     try {
-      await producer?.transaction(records, {
-        consumerOffsets: { groupId: config.groupId, offsets, membership: consumer.membership() },
+      await transactionAvoidingRefusedTopics(records, refusedTopics, deps, {
+        transaction: (sent) =>
+          producers[slot]?.transaction(sent, {
+            consumerOffsets: { groupId: config.groupId, offsets, membership: consumer.membership() },
+          }),
+        // On Kafka's transaction protocol v1 a producer whose Produce failed must not begin another
+        // transaction (eos-manager.ts): a new one with the same transactional id takes its place.
+        async renewProducer() {
+          await producers[slot]?.close().catch(() => {});
+          producers[slot] = await openProducer(transactionalIds[slot] as string);
+        },
       });
     } catch (err) {
       if (!findError(err, ErrorCodes.KAFKA_MEMBER_FENCED)) throw err;
@@ -236,12 +257,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   return {
     done,
     async start() {
-      const ids = [deps.transactionalId, `${deps.transactionalId}.1`];
-      const created = await Promise.allSettled(
-        ids.map((transactionalId) =>
-          deps.kafka.transactionalProducer({ transactionalId, transactionTimeoutMs: 15_000 }),
-        ),
-      );
+      const created = await Promise.allSettled(transactionalIds.map(openProducer));
       producers = created.flatMap((c) => (c.status === 'fulfilled' ? [c.value] : []));
       const failed = created.find((c) => c.status === 'rejected');
       if (failed) {

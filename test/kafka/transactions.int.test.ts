@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { FencedError, KafkaError, MemberFencedError } from '../../src/errors.ts';
-import { hasErrorType } from '../../src/kafka/errors.ts';
+import { hasErrorType, refusedTopicsOf } from '../../src/kafka/errors.ts';
 import type { GroupMembership } from '../../src/kafka/index.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 import { keepTransactionProtocolV1, releaseTransactionProtocol } from '../../src/kafka/transaction-v2.ts';
@@ -192,6 +192,29 @@ describe('transactional producer on a real broker', () => {
     );
     expect(Number(/largest record (\d+)/.exec(failed.message)?.[1])).toBeGreaterThan(3_000);
   });
+
+  for (const protocol of ['v1', 'auto'] as const) {
+    it(`names the one topic of a transaction that refused its records for good, nothing committed (${protocol})`, async () => {
+      const { kafka } = testClients();
+      const [open = ''] = await testTopics(kafka, ['tx-open']);
+      const [small = ''] = await testTopics(kafka, ['tx-small'], 1, { 'max.message.bytes': '100' });
+      const producer = await kafka.transactionalProducer({
+        transactionalId: uniqueName('tx-refused'),
+        transactionProtocol: protocol,
+      });
+      onTestFinished(() => producer.close());
+      const records = [open, small].map((topic) => ({ topic, key: 'k', value: Buffer.alloc(200) }));
+      const failed = await producer.transaction(records).then(
+        () => new Error('committed'),
+        (err: unknown) => err,
+      );
+      expect(failed).toBeInstanceOf(KafkaError);
+      expect(refusedTopicsOf(failed)).toEqual([small]);
+      const seen: unknown[] = [];
+      await kafka.readTopic(open, (read) => void seen.push(...read));
+      expect(seen).toEqual([]);
+    });
+  }
 
   it('fences the first producer when a second one starts with the same transactional id', async () => {
     const { kafka } = testClients();

@@ -242,6 +242,77 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(verifier.stderr()).toContain('reply topic does not exist');
   });
 
+  it('moves the replies a custom reply topic refuses for good (max.message.bytes) to the default topic, and keeps serving every requester', async () => {
+    const { h, producer, replies, verifier } = await runningVerifier();
+    // A requester's topic that takes no reply (a one-reply batch is 140 bytes or more).
+    const small = `${h.prefix}.replies.small`;
+    await h.admin.provisionTopics([
+      { topic: small, partitions: 1, replicationFactor: 1, configs: { 'max.message.bytes': '100' } },
+    ]);
+    onTestFinished(() => h.admin.deleteTopics([small]).catch(() => {}));
+    const custom = await collect(h.kafka, h.customReplyTopic);
+    const encoder = await h.registry.encoder(
+      h.config.verifier.requestsTopic,
+      loadSchema(SchemaNames.VerificationRequest),
+    );
+    const { requestsTopic } = h.config.verifier;
+    const now = Date.now();
+    const json = (id: string, replyTopic?: string) => {
+      const request = jsonRequest(requestsTopic, id, now, now + 120_000);
+      return {
+        ...request,
+        partition: 0,
+        headers: { ...request.headers, ...(replyTopic && { kafka_replyTopic: replyTopic }) },
+      };
+    };
+    // One partition: the requests of every requester commit in the same transactions.
+    await producer.send([
+      json('small-json', small),
+      {
+        topic: requestsTopic,
+        partition: 0,
+        key: 'small-avro',
+        value: encoder.encode({
+          requestId: 'small-avro',
+          iban: IBAN,
+          partyName: 'Anna Schmidt',
+          requestedAt: now,
+        }),
+        headers: { kafka_replyTopic: small, 'vop-deadline': String(now + 120_000) },
+      },
+      json('custom-1', h.customReplyTopic),
+      json('default-1'),
+    ]);
+    const exited = verifier.exited.then((code) => Promise.reject(new Error(`the verifier exited (${code})`)));
+    const keys = (records: { key: Buffer | null }[]) => records.map((r) => r.key?.toString()).sort();
+    const answered = await Promise.race([replies.until((r) => r.length >= 3), exited]);
+    expect(keys(answered)).toEqual(['default-1', 'small-avro', 'small-json']);
+    expect(keys(await custom.until((r) => r.length >= 1))).toEqual(['custom-1']);
+    // The Avro reply is encoded under the default topic's subject.
+    const avro = answered.find((r) => r.key?.toString() === 'small-avro');
+    const defaultId = await h.registry.register(
+      h.config.verifier.repliesTopic,
+      loadSchema(SchemaNames.VerificationResult),
+    );
+    expect(avro?.value?.readUInt32BE(1)).toBe(defaultId);
+    expect((await h.registry.decode(avro?.value ?? null)).value).toMatchObject({ requestId: 'small-avro' });
+
+    // Remembered: a later request for it goes to the default topic without a failed transaction.
+    await producer.send([json('small-later', small)]);
+    const later = await Promise.race([replies.until((r) => r.length >= 4), exited]);
+    expect(keys(later)).toContain('small-later');
+    await expect
+      .poll(() => h.admin.groupOffsets(h.config.verifier.groupId, requestsTopic), { timeout: 30_000 })
+      .toContainEqual({ partition: 0, offset: '5' });
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+    expect(verifier.stderr().match(/the broker refuses kafka_replyTopic for good/g)).toHaveLength(1);
+    expect(verifier.stderr()).toContain('kafka_replyTopic refused by the broker lately');
+    const written: unknown[] = [];
+    await h.kafka.readTopic(small, (records) => void written.push(...records));
+    expect(written).toEqual([]);
+  });
+
   it('replies by key, with a warning, when kafka_replyPartition names a partition the reply topic does not have', async () => {
     const { h, producer, replies, verifier } = await runningVerifier();
     const holder = h.sandbox.holderName(IBAN);

@@ -91,37 +91,49 @@ async function startedVerifier(
     transactionError?: () => Error;
     /** Awaited by every transaction before it commits. */
     transactionGate?: () => Promise<void>;
+    /** An error for a transaction's records that the broker would refuse (undefined: none). */
+    refusal?: (records: OutgoingRecord[]) => Error | undefined;
   } = {},
 ) {
   let consumerOptions: GroupConsumerOptions | undefined;
   let failing = options.failingTransactions ?? 0;
+  /** Every transaction's records, failed ones included, and the transactional ids opened, in order. */
+  const attempts: OutgoingRecord[][] = [];
+  const opened: string[] = [];
   /** The transactions committed: their records' keys and the offsets they commit. */
   const transactions: { keys: string[]; offsets: { partition: number; offset: string }[] }[] = [];
   /** The member each committed transaction's offsets were sent as. */
   const memberships: (GroupMembership | undefined)[] = [];
   let membership: GroupMembership | undefined;
+  const producer = {
+    transaction: async (records: OutgoingRecord[], tx?: TransactionOptions) => {
+      attempts.push(records);
+      const refused = options.refusal?.(records);
+      if (refused) throw refused;
+      if (failing > 0) {
+        failing--;
+        throw options.transactionError?.() ?? new Error('TOPIC_AUTHORIZATION_FAILED');
+      }
+      await options.transactionGate?.();
+      transactions.push({
+        keys: records.map((r) => String(r.key)),
+        offsets: (tx?.consumerOffsets?.offsets ?? []).map(({ partition, offset }) => ({
+          partition,
+          offset,
+        })),
+      });
+      memberships.push(tx?.consumerOffsets?.membership);
+    },
+    begin: async () => {
+      throw new Error('not used');
+    },
+    close: async () => {},
+  };
   const kafka = {
-    transactionalProducer: async () => ({
-      transaction: async (records: OutgoingRecord[], tx?: TransactionOptions) => {
-        if (failing > 0) {
-          failing--;
-          throw options.transactionError?.() ?? new Error('TOPIC_AUTHORIZATION_FAILED');
-        }
-        await options.transactionGate?.();
-        transactions.push({
-          keys: records.map((r) => String(r.key)),
-          offsets: (tx?.consumerOffsets?.offsets ?? []).map(({ partition, offset }) => ({
-            partition,
-            offset,
-          })),
-        });
-        memberships.push(tx?.consumerOffsets?.membership);
-      },
-      begin: async () => {
-        throw new Error('not used');
-      },
-      close: async () => {},
-    }),
+    transactionalProducer: async ({ transactionalId }: { transactionalId: string }) => {
+      opened.push(transactionalId);
+      return producer;
+    },
     groupConsumer(options: GroupConsumerOptions) {
       consumerOptions = options;
       return {
@@ -173,7 +185,7 @@ async function startedVerifier(
     () => (settled.value = true),
     () => (settled.value = true),
   );
-  return { verifier, consumer, settled, transactions, memberships, metrics };
+  return { verifier, consumer, settled, transactions, memberships, metrics, attempts, opened };
 }
 
 describe('verifier consumer crashes', () => {
@@ -199,15 +211,7 @@ describe('verifier consumer crashes', () => {
 });
 
 /** A verifier whose upstream answers only when released, request 0 of partition 0 in flight. */
-async function oneInFlight(
-  options: {
-    concurrency?: number;
-    drainTimeoutMs?: number;
-    failingTransactions?: number;
-    transactionError?: () => Error;
-    transactionGate?: () => Promise<void>;
-  } = {},
-) {
+async function oneInFlight(options: Omit<Parameters<typeof startedVerifier>[0], 'verify'> = {}) {
   const upstream = heldAnswers();
   const started = await startedVerifier({ ...options, verify: upstream.verify });
   await started.consumer.eachBatch(batchOf(0, [0]));
@@ -392,5 +396,70 @@ describe('verifier in-flight work', () => {
     await verifier.stop();
     expect(upstream.aborted).toEqual([0]);
     expect(transactions).toEqual([{ keys: ['r-1-0'], offsets: [{ partition: 1, offset: '1' }] }]);
+  });
+});
+
+describe('verifier reply topics the broker refuses', () => {
+  const custom = 'vop.verification.replies.team-a';
+  /** kafkajs's error once the topic's ACL refuses this producer, its topic named (topic-errors.ts). */
+  const refusedBy = (topic: string) => (records: OutgoingRecord[]) =>
+    records.some((r) => r.topic === topic)
+      ? Object.assign(new Error('Not authorized to access topics: [Topic authorization failed]'), {
+          type: 'TOPIC_AUTHORIZATION_FAILED',
+          topicErrors: [{ topic, partition: 0, type: 'TOPIC_AUTHORIZATION_FAILED' }],
+        })
+      : undefined;
+  /** A batch of partition 0's requests at `offsets`, each asking for `replyTopic`. */
+  const asking = (replyTopic: string, offsets: number[]): ConsumedBatch => {
+    const batch = batchOf(0, offsets);
+    for (const r of batch.records) r.headers.kafka_replyTopic = Buffer.from(replyTopic);
+    return batch;
+  };
+
+  it('redoes a transaction a custom reply topic refused for good, its replies on the default topic, and sends later ones there at once', async () => {
+    let commit = Promise.withResolvers<void>();
+    const { verifier, consumer, transactions, attempts, opened, metrics, upstream } = await oneInFlight({
+      refusal: refusedBy(custom),
+      transactionGate: async () => commit.resolve(),
+    });
+    upstream.release(0); // r-0-0, for the default topic
+    await commit.promise;
+    for (const offset of [1, 2]) {
+      // r-0-1: refused, and redone on the default topic; r-0-2: there at once.
+      commit = Promise.withResolvers<void>();
+      await consumer.eachBatch(asking(custom, [offset]));
+      upstream.release(offset);
+      await commit.promise;
+    }
+    await verifier.stop();
+    await expect(verifier.done).resolves.toBeUndefined();
+    expect(transactions).toEqual([
+      { keys: ['r-0-0'], offsets: [{ partition: 0, offset: '1' }] },
+      { keys: ['r-0-1'], offsets: [{ partition: 0, offset: '2' }] },
+      { keys: ['r-0-2'], offsets: [{ partition: 0, offset: '3' }] },
+    ]);
+    expect(attempts.map((records) => records.map((r) => `${r.key} ${r.topic}`))).toEqual([
+      ['r-0-0 vop.verification.replies.v1'],
+      [`r-0-1 ${custom}`],
+      ['r-0-1 vop.verification.replies.v1'],
+      ['r-0-2 vop.verification.replies.v1'],
+    ]);
+    expect((await metrics.refusedReplyTopics.get()).values[0]?.value).toBe(2);
+    // The refused transaction's producer (the second) is replaced: on protocol v1 it could not go on.
+    expect(opened).toEqual([
+      'fraudlink-verifier-test',
+      'fraudlink-verifier-test.1',
+      'fraudlink-verifier-test.1',
+    ]);
+  });
+
+  it('stops, as on any failed transaction, when the default reply topic refuses its records', async () => {
+    const { verifier, transactions, upstream } = await oneInFlight({
+      refusal: refusedBy('vop.verification.replies.v1'),
+    });
+    upstream.release(0);
+    await expect(verifier.done).rejects.toThrow('Not authorized');
+    await verifier.stop();
+    expect(transactions).toEqual([]);
   });
 });

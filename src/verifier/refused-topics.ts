@@ -1,0 +1,111 @@
+import { type OutgoingRecord, refusedTopicsOf } from '../kafka/index.ts';
+import type { HandlerDeps } from './handle.ts';
+import type { VerificationResult } from './reply.ts';
+
+/**
+ * Custom reply topics the broker refused for good (an ACL, a `max.message.bytes` smaller than a
+ * reply), each remembered for `ttlMs`: their replies go to the default reply topic meanwhile, without
+ * a failed transaction first. Then the topic is tried again, in case its owner has fixed it.
+ */
+export class RefusedReplyTopics {
+  readonly #until = new Map<string, number>();
+  readonly ttlMs: number;
+  readonly #now: () => number;
+
+  constructor(ttlMs: number, now: () => number = () => performance.now()) {
+    this.ttlMs = ttlMs;
+    this.#now = now;
+  }
+
+  refuse(topic: string): void {
+    this.#until.set(topic, this.#now() + this.ttlMs);
+  }
+
+  has(topic: string): boolean {
+    const until = this.#until.get(topic);
+    if (until === undefined) return false;
+    if (this.#now() < until) return true;
+    this.#until.delete(topic);
+    return false;
+  }
+}
+
+/**
+ * `records` with each reply meant for a custom reply topic that `refused` names moved to the default
+ * reply topic, on the partition of its key, counted and logged with `why`. An Avro reply is encoded
+ * again under the default topic's subject (the same schema; its reader is cached since its encoder
+ * was made). DLQ copies and default-topic replies stay as they are.
+ */
+async function movedToDefaultTopic(
+  records: OutgoingRecord[],
+  refused: (topic: string) => boolean,
+  deps: HandlerDeps,
+  why: string,
+): Promise<OutgoingRecord[]> {
+  const { repliesTopic, dlqTopic } = deps.config;
+  return Promise.all(
+    records.map(async (record) => {
+      if (record.topic === repliesTopic || record.topic === dlqTopic || !refused(record.topic)) return record;
+      const { partition: _, ...moved } = record;
+      moved.topic = repliesTopic;
+      if (String(record.headers?.['content-type']) !== 'application/json') {
+        const { value } = await deps.registry.decode(record.value);
+        moved.value = (await deps.replyEncoder(repliesTopic)).encode(value as unknown as VerificationResult);
+      }
+      deps.metrics.refusedReplyTopics.inc();
+      deps.logger.warn({ requestId: String(record.key), refused: record.topic }, why);
+      return moved;
+    }),
+  );
+}
+
+/**
+ * Runs `transaction` on `records`, the replies to a topic in `refused` moved to the default topic
+ * first. One that custom reply topics refuse for good (refusedTopicsOf: an ACL, a max.message.bytes
+ * smaller than a reply) is redone, on a renewed producer, with those topics' replies on the default
+ * topic, the topics remembered in `refused`: every request still gets one reply in one committed
+ * transaction, and one requester's topic does not fail the batch of every requester of its
+ * partitions, at every restart. Any other failure, or a refusal by the default or DLQ topic, is
+ * thrown.
+ */
+export async function transactionAvoidingRefusedTopics(
+  records: OutgoingRecord[],
+  refused: RefusedReplyTopics,
+  deps: HandlerDeps,
+  producer: {
+    transaction(records: OutgoingRecord[]): Promise<void> | undefined;
+    renewProducer(): Promise<void>;
+  },
+): Promise<void> {
+  const { repliesTopic, dlqTopic } = deps.config;
+  records = await movedToDefaultTopic(
+    records,
+    (topic) => refused.has(topic),
+    deps,
+    'kafka_replyTopic refused by the broker lately; replying on the default topic',
+  );
+  for (;;) {
+    try {
+      await producer.transaction(records);
+      return;
+    } catch (err) {
+      const topics = new Set(refusedTopicsOf(err));
+      const movable = (topic: string) =>
+        topic !== repliesTopic && topic !== dlqTopic && records.some((r) => r.topic === topic);
+      if (topics.size === 0 || ![...topics].every(movable)) throw err;
+      deps.logger.warn(
+        { err, refused: [...topics], refusedForMs: refused.ttlMs },
+        'the broker refuses kafka_replyTopic for good: the transaction is redone with its replies on the default topic',
+      );
+      for (const topic of topics) refused.refuse(topic);
+      await producer.renewProducer();
+      // Each redo leaves out a topic that refused the one before: the redos end.
+      records = await movedToDefaultTopic(
+        records,
+        (topic) => topics.has(topic),
+        deps,
+        'kafka_replyTopic refused by the broker; replying on the default topic',
+      );
+    }
+  }
+}

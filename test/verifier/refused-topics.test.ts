@@ -1,0 +1,19 @@
+import { describe, expect, it } from 'vitest';
+import { RefusedReplyTopics } from '../../src/verifier/refused-topics.ts';
+
+describe('RefusedReplyTopics', () => {
+  it('holds a refused topic for ttlMs, then lets it be tried again', () => {
+    let clock = 1_000;
+    const refused = new RefusedReplyTopics(60_000, () => clock);
+    expect(refused.has('replies.team-a')).toBe(false);
+    refused.refuse('replies.team-a');
+    clock += 59_999;
+    expect(refused.has('replies.team-a')).toBe(true);
+    expect(refused.has('replies.team-b')).toBe(false);
+    clock += 1;
+    expect(refused.has('replies.team-a')).toBe(false);
+    // Refused again: held again from then.
+    refused.refuse('replies.team-a');
+    expect(refused.has('replies.team-a')).toBe(true);
+  });
+});
