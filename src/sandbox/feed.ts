@@ -1,3 +1,4 @@
+import { createHash, createHmac } from 'node:crypto';
 import { grown } from './columns.ts';
 
 /** Tells whether the entry `seq` of `ref` still shows its alert's current state. */
@@ -116,12 +117,31 @@ export class Feed {
   }
 }
 
-/** The cursor is opaque to clients: base64url of a versioned seq. */
-export function encodeCursor(seq: number): string {
-  return Buffer.from(`v1.${seq}`).toString('base64url');
-}
+/**
+ * Cursors are opaque to clients and signed: base64url of `v2.<seq>.<mac>`, so the feed honours only
+ * a cursor it issued, never a position read out of a forged or edited one. The key follows from the
+ * seed, not from the process: a sandbox restarted with the same seed seeds the same feed, and a
+ * connector's stored cursor keeps its place across the restart.
+ */
+export class CursorCodec {
+  readonly #key: Buffer;
 
-export function decodeCursor(cursor: string): number | undefined {
-  const match = /^v1\.(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
-  return match ? Number(match[1]) : undefined;
+  constructor(seed: number) {
+    this.#key = createHash('sha256').update(`fraudlink-sandbox-cursor.${seed}`).digest();
+  }
+
+  encode(seq: number): string {
+    const mac = createHmac('sha256', this.#key).update(`v2.${seq}`).digest('base64url').slice(0, 22);
+    return Buffer.from(`v2.${seq}.${mac}`).toString('base64url');
+  }
+
+  /** The seq of a cursor this codec issued, exactly as issued; undefined for anything else. */
+  decode(cursor: string): number | undefined {
+    const match = /^v2\.(\d{1,15})\./.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+    if (!match) return undefined;
+    const seq = Number(match[1]);
+    // Compared as text: base64url Buffer reads alike (padding, stray characters) or a seq with
+    // leading zeros would be other spellings of one cursor.
+    return this.encode(seq) === cursor ? seq : undefined;
+  }
 }

@@ -1,7 +1,6 @@
 import { parseInstant } from '../instant.ts';
 import { alertIndexOf } from './alerts.ts';
 import { fullAlertOf } from './details.ts';
-import { decodeCursor, encodeCursor } from './feed.ts';
 import { json, problem, type Reply } from './reply.ts';
 import type { World } from './world.ts';
 
@@ -34,7 +33,7 @@ export function exportFeed(
   }
   const cursorText = query.get(cursorParam);
   if (cursorText !== null) {
-    from.afterSeq = decodeCursor(cursorText);
+    from.afterSeq = world.cursors.decode(cursorText);
     if (from.afterSeq === undefined)
       return problem(400, 'INVALID_CURSOR', `${cursorParam} is not a cursor this service issued`);
   }
@@ -44,7 +43,7 @@ export function exportFeed(
     if (k > 0) rows += ',';
     rows += world.rowJson(page.refs[k] as number);
   }
-  const next = page.end ? 'null' : `"${encodeCursor(page.lastSeq)}"`;
+  const next = page.end ? 'null' : `"${world.cursors.encode(page.lastSeq)}"`;
   return { status: 200, body: `{"rows":[${rows}],"nextCursor":${next}}` };
 }
 

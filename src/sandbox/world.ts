@@ -1,6 +1,6 @@
 import { AlertTable, type ExportRow } from './alerts.ts';
 import { type Institution, MAX_TENANTS, makeIban, makeInstitutions } from './data.ts';
-import { Feed } from './feed.ts';
+import { CursorCodec, Feed } from './feed.ts';
 import { hash, prng, type Rand } from './prng.ts';
 
 export const MALFORMED_KINDS = [
@@ -43,6 +43,7 @@ export class World {
   readonly institutions: Institution[];
   readonly alerts: AlertTable;
   readonly feed: Feed;
+  readonly cursors: CursorCodec;
   readonly #malformed: string[] = [];
   /** Malformed rows made so far of each kind: a kind's own values (bad counts) come in turn by it. */
   readonly #madeOfKind = new Map<MalformedKind, number>();
@@ -61,6 +62,7 @@ export class World {
     this.#tenants = new Map(this.institutions.filter((i) => i.apiKey).map((i) => [i.apiKey as string, i]));
     this.alerts = new AlertTable(options.alerts);
     this.feed = new Feed((ref, seq) => ref < 0 || this.alerts.seq[ref] === seq);
+    this.cursors = new CursorCodec(options.seed);
     this.#seedBacklog(options.alerts);
   }
 

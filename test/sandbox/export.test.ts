@@ -1,6 +1,6 @@
 import { isValidIBAN } from 'ibantools';
-import { describe, expect, it } from 'vitest';
-import { MALFORMED_KINDS } from '../../src/sandbox/index.ts';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { createSandbox, MALFORMED_KINDS } from '../../src/sandbox/index.ts';
 import { call, epochOf, exportPage, exportPath, type Row, startSandbox, versionOf, walk } from './helpers.ts';
 
 const FIELDS = ['bic', 'iban', 'id', 'isActive', 'qualification', 'reportsCount', 'updatedAt'];
@@ -190,6 +190,47 @@ describe('export feed', () => {
         body: { code: 'INVALID_UPDATED_AFTER', message: expect.any(String) },
       }),
     );
+  });
+
+  it('refuses with 400 INVALID_CURSOR a cursor it never issued: forged, edited, respelled or from another seed', async () => {
+    const sandbox = await startSandbox({ alerts: 30, pageSize: 10 });
+    const issued = (await exportPage(sandbox, 'sandbox-key')).nextCursor as string;
+    expect(issued).toMatch(/^[\w-]+$/);
+    const other = await startSandbox({ alerts: 30, pageSize: 10, seed: 2 });
+    const foreign = (await exportPage(other, 'sandbox-key')).nextCursor as string;
+    const flipped = `${issued.slice(0, -1)}${issued.endsWith('A') ? 'B' : 'A'}`;
+    const text = Buffer.from(issued, 'base64url').toString('latin1');
+    for (const cursor of [
+      Buffer.from('v1.5').toString('base64url'),
+      Buffer.from(text.replace(/\.\d+\./, '.5.')).toString('base64url'),
+      Buffer.from(text.replace('.', '.0')).toString('base64url'),
+      flipped,
+      `${issued}=`,
+      foreign,
+    ]) {
+      const answer = await call(sandbox.url, exportPath({ cursor }), { key: 'sandbox-key' });
+      expect({ cursor, ...answer }).toEqual(
+        expect.objectContaining({
+          status: 400,
+          body: { code: 'INVALID_CURSOR', message: expect.any(String) },
+        }),
+      );
+    }
+  });
+
+  it('honours its cursors after a restart, of the same sandbox or of a new one with the same seed', async () => {
+    const options = { port: 0, alerts: 30, pageSize: 10, changesPerSec: 0, rateLimit: 0, seed: 7 };
+    const first = createSandbox(options);
+    onTestFinished(() => first.stop());
+    await first.start();
+    const cursor = (await exportPage(first, 'sandbox-key')).nextCursor as string;
+    const next = (await exportPage(first, 'sandbox-key', { cursor })).rows.map((r) => r.id);
+    await first.stop();
+    await first.start();
+    expect((await exportPage(first, 'sandbox-key', { cursor })).rows.map((r) => r.id)).toEqual(next);
+    await first.stop();
+    const reseeded = await startSandbox(options);
+    expect((await exportPage(reseeded, 'sandbox-key', { cursor })).rows.map((r) => r.id)).toEqual(next);
   });
 
   it('answers 400 with a JSON error for a cursor it never issued and for an updatedAfter that is not an instant', async () => {
