@@ -28,22 +28,47 @@ const MAX_BODY = 1 << 20;
 const EXPORT = '/sharing/v1/alerts/export';
 const ONE_ALERT = /^\/sharing\/v1\/alerts\/([^/]+)$/;
 
-class BadBody extends Error {}
+/** A request refused while its body is read: answered `status {"code","message"}`. */
+class Refused extends Error {
+  readonly status: number;
+  readonly code: string;
+
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_BODY) throw new BadBody('body larger than 1 MiB');
+    if (size > MAX_BODY) throw new Refused(400, 'INVALID_BODY', 'body larger than 1 MiB');
     chunks.push(chunk);
   }
   const text = Buffer.concat(chunks).toString('utf8');
   try {
     return text === '' ? undefined : JSON.parse(text);
   } catch {
-    throw new BadBody('body is not JSON');
+    throw new Refused(400, 'INVALID_BODY', 'body is not JSON');
   }
+}
+
+/**
+ * The body of an API endpoint: the interface says "requests with a body carry Content-Type:
+ * application/json", so a body of any other type, or of none declared, is refused unread (415).
+ */
+function readApiJson(req: IncomingMessage): Promise<unknown> {
+  const { 'content-length': length, 'transfer-encoding': chunked, 'content-type': type } = req.headers;
+  const hasBody = chunked !== undefined || (length !== undefined && length !== '0');
+  const mediaType = type?.split(';')[0]?.trim().toLowerCase();
+  if (hasBody && mediaType !== 'application/json') {
+    const got = type === undefined ? 'none' : JSON.stringify(type.slice(0, 100));
+    throw new Refused(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type must be application/json, got ${got}`);
+  }
+  return readJson(req);
 }
 
 /** The service's five endpoints behind the x-api-key check. */
@@ -73,10 +98,10 @@ async function api(
     return exportFeed(world, query, deps.cursorParam, deps.pageSize);
   }
   if (method === 'POST' && path === '/sharing/v1/alerts/sent/search')
-    return search(world, tenant, await readJson(req), true);
+    return search(world, tenant, await readApiJson(req), true);
   if (method === 'POST' && path === '/sharing/v1/alerts/received/search')
-    return search(world, tenant, await readJson(req), false);
-  if (method === 'POST' && path === '/vop/v1/verify') return verify(await readJson(req));
+    return search(world, tenant, await readApiJson(req), false);
+  if (method === 'POST' && path === '/vop/v1/verify') return verify(await readApiJson(req));
   const one = ONE_ALERT.exec(path);
   if (method === 'GET' && one) return getAlert(world, one[1] ?? '');
   return problem(404, 'NOT_FOUND', `no route ${method} ${path}`);
@@ -171,7 +196,7 @@ export function createHandler(deps: HandlerDeps) {
         reply = await api(deps, req, path, url.searchParams, entry);
       }
     } catch (err) {
-      if (err instanceof BadBody) reply = problem(400, 'INVALID_BODY', err.message);
+      if (err instanceof Refused) reply = problem(err.status, err.code, err.message);
       else if (err instanceof FraudlinkError) reply = problem(400, err.code, err.message);
       else {
         deps.logger.error({ err }, 'sandbox request failed');

@@ -20,12 +20,20 @@ export interface Answer {
 export async function call(
   base: string,
   path: string,
-  options: { key?: string; method?: 'GET' | 'POST' | 'PUT' | 'DELETE'; body?: unknown; raw?: string } = {},
+  options: {
+    key?: string;
+    method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
+    body?: unknown;
+    raw?: string;
+    /** Of a request with a body; default application/json, null for none. */
+    contentType?: string | null;
+  } = {},
 ): Promise<Answer> {
   const headers: Record<string, string> = {};
   if (options.key !== undefined) headers['x-api-key'] = options.key;
   const payload = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
-  if (payload !== undefined) headers['content-type'] = 'application/json';
+  const contentType = options.contentType === undefined ? 'application/json' : options.contentType;
+  if (payload !== undefined && contentType !== null) headers['content-type'] = contentType;
   const res = await request(`${base}${path}`, {
     method: options.method ?? (payload === undefined ? 'GET' : 'POST'),
     headers,

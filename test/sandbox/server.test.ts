@@ -38,6 +38,33 @@ describe('the request listener', () => {
     expect(next.status).toBe(200);
   });
 
+  it('answers 415 UNSUPPORTED_MEDIA_TYPE to a JSON body sent without Content-Type: application/json', async () => {
+    const sandbox = await startSandbox({ alerts: 5 });
+    const bodies: [string, unknown][] = [
+      ['/sharing/v1/alerts/sent/search', {}],
+      ['/sharing/v1/alerts/received/search', {}],
+      ['/vop/v1/verify', { iban: 'DE89370400440532013000', party: { name: 'Anna Weber' } }],
+    ];
+    for (const [path, body] of bodies) {
+      for (const contentType of [
+        null,
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'application/jsonx',
+      ]) {
+        const answer = await call(sandbox.url, path, { key: 'sandbox-key', body, contentType });
+        expect({ path, contentType, ...answer }).toMatchObject({
+          status: 415,
+          body: { code: 'UNSUPPORTED_MEDIA_TYPE', message: expect.stringContaining('application/json') },
+        });
+      }
+      for (const contentType of ['application/json; charset=utf-8', 'Application/JSON']) {
+        const answer = await call(sandbox.url, path, { key: 'sandbox-key', body, contentType });
+        expect({ path, contentType, status: answer.status }).toEqual({ path, contentType, status: 200 });
+      }
+    }
+  });
+
   it('logs and answers 500 when the handler itself throws, instead of leaving the rejection unhandled', async () => {
     const logged: unknown[] = [];
     const logger = { error: (obj: unknown) => logged.push(obj) } as unknown as Logger;
