@@ -5,15 +5,6 @@ import { json, problem, type Reply } from './reply.ts';
 import type { World } from './world.ts';
 
 /**
- * `updatedAfter`: an ISO-8601 instant with its zone, read as strictly as the connector reads rows
- * (`2026-02-30T00:00:00Z` is no date, not 2 March), or epoch milliseconds.
- */
-function parseUpdatedAfter(text: string): number | undefined {
-  if (/^\d{1,15}$/.test(text)) return Number(text);
-  return parseInstant(text) ?? undefined;
-}
-
-/**
  * GET /sharing/v1/alerts/export: `{"rows":[...],"nextCursor":"..."|null}`. The position is the
  * cursor when given, else just after `updatedAfter` (exclusive), else the start; both together
  * narrow each other. Rows are joined from their JSON text, never re-serialised as a whole.
@@ -27,9 +18,11 @@ export function exportFeed(
   const from: { afterSeq?: number; updatedAfter?: number } = {};
   const afterText = query.get('updatedAfter');
   if (afterText !== null) {
-    from.updatedAfter = parseUpdatedAfter(afterText);
+    // SPEC §8: an ISO-8601 instant, with its zone (epoch ms digits are no such thing), read as
+    // strictly as the connector reads rows: `2026-02-30T00:00:00Z` is no date, not 2 March.
+    from.updatedAfter = parseInstant(afterText) ?? undefined;
     if (from.updatedAfter === undefined)
-      return problem(400, 'INVALID_UPDATED_AFTER', 'updatedAfter must be an ISO-8601 instant or epoch ms');
+      return problem(400, 'INVALID_UPDATED_AFTER', 'updatedAfter must be an ISO-8601 instant with a zone');
   }
   const cursorText = query.get(cursorParam);
   if (cursorText !== null) {

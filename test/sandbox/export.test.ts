@@ -233,6 +233,18 @@ describe('export feed', () => {
     expect((await exportPage(reseeded, 'sandbox-key', { cursor })).rows.map((r) => r.id)).toEqual(next);
   });
 
+  it('answers 400 INVALID_UPDATED_AFTER for updatedAfter in epoch ms, which SPEC §8 gives as ISO-8601', async () => {
+    const sandbox = await startSandbox({ alerts: 5 });
+    const mark = epochOf(sandbox.currentRows()[2]?.updatedAt);
+    for (const updatedAfter of [String(mark), '0']) {
+      const answer = await call(sandbox.url, exportPath({ updatedAfter }), { key: 'sandbox-key' });
+      expect({ updatedAfter, ...answer }).toMatchObject({
+        status: 400,
+        body: { code: 'INVALID_UPDATED_AFTER', message: expect.stringContaining('ISO-8601') },
+      });
+    }
+  });
+
   it('answers 400 with a JSON error for a cursor it never issued and for an updatedAfter that is not an instant', async () => {
     const sandbox = await startSandbox({ alerts: 5 });
     for (const from of [
