@@ -28,13 +28,15 @@ export function alertIdOf(index: number): string | number {
   return n.length >= 8 ? `ALR-${n}` : `ALR-${ZEROS.slice(n.length)}${n}`;
 }
 
-/** The index of the alert with this id (as text, the way it arrives in a path), if any. */
+/**
+ * The index of the alert with this id (as text, the way it arrives in a path), if any. Only the id
+ * as served names the alert: `ALR-000000001` (a zero more) or the other form is no alias of it.
+ */
 export function alertIndexOf(id: string, length: number): number | undefined {
-  const text = /^ALR-(\d{8,})$/.exec(id);
-  const numeric = /^[1-9]\d*$/.test(id);
-  const index = text ? Number(text[1]) - 1 : numeric ? Number(id) - NUMERIC_ID_BASE : -1;
+  const text = /^ALR-(\d+)$/.exec(id);
+  const index = text ? Number(text[1]) - 1 : /^\d+$/.test(id) ? Number(id) - NUMERIC_ID_BASE : -1;
   if (!Number.isSafeInteger(index) || index < 0 || index >= length) return undefined;
-  return hasNumericId(index) === numeric ? index : undefined;
+  return String(alertIdOf(index)) === id ? index : undefined;
 }
 
 const DAY = 86_400_000;

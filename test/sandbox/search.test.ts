@@ -158,6 +158,27 @@ describe('one alert', () => {
     }
   });
 
+  it('answers an alert under its own id only: another spelling of it is 404 ALERT_NOT_FOUND', async () => {
+    const ids = sandbox.currentRows().map((r) => r.id);
+    const numeric = ids.find((id) => typeof id === 'number') as number;
+    const aliases = [
+      'ALR-000000001',
+      'ALR-0000000001',
+      'alr-00000001',
+      'ALR-1',
+      `0${numeric}`,
+      `ALR-${String(numeric - 100_000 + 1).padStart(8, '0')}`,
+      `ALR-0${String(numeric - 100_000 + 1).padStart(8, '0')}`,
+    ];
+    for (const id of aliases) {
+      const answer = await call(sandbox.url, `/sharing/v1/alerts/${id}`, { key: A });
+      expect({ id, ...answer }).toMatchObject({ status: 404, body: { code: 'ALERT_NOT_FOUND' } });
+    }
+    // Percent-encoding an unreserved character spells the same path (RFC 3986 §6.2.2.2), not another id.
+    const encoded = await call(sandbox.url, '/sharing/v1/alerts/%41LR-0000000%31', { key: A });
+    expect(encoded).toMatchObject({ status: 200, body: { id: 'ALR-00000001' } });
+  });
+
   it('answers 404 ALERT_NOT_FOUND, not 500, for an id that is not valid percent-encoding', async () => {
     for (const id of ['%E0%A4%A', '%', 'ALR-%ZZ']) {
       const answer = await call(sandbox.url, `/sharing/v1/alerts/${id}`, { key: A });
