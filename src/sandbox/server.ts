@@ -26,7 +26,25 @@ export interface HandlerDeps {
 
 const MAX_BODY = 1 << 20;
 const EXPORT = '/sharing/v1/alerts/export';
+const SENT_SEARCH = '/sharing/v1/alerts/sent/search';
+const RECEIVED_SEARCH = '/sharing/v1/alerts/received/search';
+const VERIFY = '/vop/v1/verify';
 const ONE_ALERT = /^\/sharing\/v1\/alerts\/([^/]+)$/;
+
+/** The method an API path answers; undefined for a path the service does not have. */
+function apiMethodOf(path: string): string | undefined {
+  if (path === EXPORT || ONE_ALERT.test(path)) return 'GET';
+  if (path === SENT_SEARCH || path === RECEIVED_SEARCH || path === VERIFY) return 'POST';
+  return undefined;
+}
+
+/** A known path asked with a method it does not answer: 405 with the Allow header (RFC 9110 §15.5.6). */
+function notAllowed(method: string, path: string, allowed: readonly string[]): Reply {
+  const allow = allowed.join(', ');
+  return problem(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on ${path} (allowed: ${allow})`, {
+    allow,
+  });
+}
 
 /** A request refused while its body is read: answered `status {"code","message"}`. */
 class Refused extends Error {
@@ -97,60 +115,77 @@ async function api(
     }
     return exportFeed(world, query, deps.cursorParam, deps.pageSize);
   }
-  if (method === 'POST' && path === '/sharing/v1/alerts/sent/search')
-    return search(world, tenant, await readApiJson(req), true);
-  if (method === 'POST' && path === '/sharing/v1/alerts/received/search')
+  if (method === 'POST' && path === SENT_SEARCH) return search(world, tenant, await readApiJson(req), true);
+  if (method === 'POST' && path === RECEIVED_SEARCH)
     return search(world, tenant, await readApiJson(req), false);
-  if (method === 'POST' && path === '/vop/v1/verify') return verify(await readApiJson(req));
+  if (method === 'POST' && path === VERIFY) return verify(await readApiJson(req));
   const one = ONE_ALERT.exec(path);
   if (method === 'GET' && one) return getAlert(world, one[1] ?? '');
+  const allowed = apiMethodOf(path);
+  if (allowed !== undefined) return notAllowed(method, path, [allowed]);
   return problem(404, 'NOT_FOUND', `no route ${method} ${path}`);
 }
 
-/** Test and operator controls under /__admin: no key, no faults, not in the request log. */
-async function admin(deps: HandlerDeps, req: IncomingMessage, path: string, query: URLSearchParams) {
-  const route = `${req.method} ${path}`;
-  switch (route) {
-    case 'GET /__admin/faults':
-      return json(200, deps.faults.current);
-    case 'PUT /__admin/faults':
+type AdminRoute = (deps: HandlerDeps, req: IncomingMessage, query: URLSearchParams) => Reply | Promise<Reply>;
+
+/** Test and operator controls under /__admin, by path then method. */
+const ADMIN_ROUTES: Record<string, Record<string, AdminRoute>> = {
+  '/__admin/faults': {
+    GET: (deps) => json(200, deps.faults.current),
+    PUT: async (deps, req) => {
       deps.faults.set(checkFaults(await readJson(req)));
       return json(200, deps.faults.current);
-    case 'GET /__admin/requests': {
+    },
+  },
+  '/__admin/requests': {
+    GET: (deps, _req, query) => {
       const text = query.get('limit');
       if (text !== null && !/^\d+$/.test(text))
         return problem(400, 'INVALID_QUERY', 'limit must be an integer of 0 or more');
       const entries = deps.log.entries();
       // Not slice(-limit): -0 is 0, which would answer the whole log for limit=0.
       return json(200, text === null ? entries : entries.slice(Math.max(0, entries.length - Number(text))));
-    }
-    case 'DELETE /__admin/requests':
+    },
+    DELETE: (deps) => {
       deps.log.clear();
       return json(200, { cleared: true });
-    case 'POST /__admin/changes': {
+    },
+  },
+  '/__admin/changes': {
+    POST: async (deps, req) => {
       const body = ((await readJson(req)) ?? {}) as { count?: unknown };
       const count = body.count ?? 1;
       if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > 1_000_000)
         return problem(400, 'INVALID_BODY', 'count must be an integer from 1 to 1000000');
       deps.applyChanges(count);
       return json(200, { applied: count });
-    }
-    case 'POST /__admin/malformed': {
+    },
+  },
+  '/__admin/malformed': {
+    POST: async (deps, req) => {
       const body = ((await readJson(req)) ?? {}) as { kind?: unknown };
       if (body.kind !== undefined && !MALFORMED_KINDS.includes(body.kind as MalformedKind))
         return problem(400, 'INVALID_BODY', `kind must be one of ${MALFORMED_KINDS.join(', ')}`);
       return json(200, { kind: deps.world.injectMalformed(body.kind as MalformedKind | undefined) });
-    }
-    case 'GET /__admin/rows':
-      return json(200, deps.world.currentRows());
-    case 'GET /__admin/holder': {
+    },
+  },
+  '/__admin/rows': { GET: (deps) => json(200, deps.world.currentRows()) },
+  '/__admin/holder': {
+    GET: (_deps, _req, query) => {
       const iban = query.get('iban');
       if (!iban) return problem(400, 'INVALID_QUERY', 'iban is required');
       return json(200, { iban, name: holderNameFor(iban) });
-    }
-    default:
-      return problem(404, 'NOT_FOUND', `no admin route ${route}`);
-  }
+    },
+  },
+};
+
+/** The admin route of the request: no key, no faults, not in the request log. */
+function admin(deps: HandlerDeps, req: IncomingMessage, path: string, query: URLSearchParams) {
+  const method = req.method ?? 'GET';
+  const routes = Object.hasOwn(ADMIN_ROUTES, path) ? ADMIN_ROUTES[path] : undefined;
+  if (routes === undefined) return problem(404, 'NOT_FOUND', `no admin route ${method} ${path}`);
+  const route = Object.hasOwn(routes, method) ? routes[method] : undefined;
+  return route === undefined ? notAllowed(method, path, Object.keys(routes)) : route(deps, req, query);
 }
 
 function write(res: ServerResponse, reply: Reply, reset: boolean): void {

@@ -65,6 +65,39 @@ describe('the request listener', () => {
     }
   });
 
+  it('answers 405 METHOD_NOT_ALLOWED with an Allow header to a known path asked with another method', async () => {
+    const sandbox = await startSandbox({ alerts: 5 });
+    const cases: ['GET' | 'POST' | 'PUT' | 'DELETE', string, string][] = [
+      ['DELETE', exportPath({}), 'GET'],
+      ['POST', '/sharing/v1/alerts/ALR-00000001', 'GET'],
+      ['GET', '/sharing/v1/alerts/sent/search', 'POST'],
+      ['PUT', '/sharing/v1/alerts/received/search', 'POST'],
+      ['GET', '/vop/v1/verify', 'POST'],
+      ['POST', '/__admin/faults', 'GET, PUT'],
+      ['PUT', '/__admin/requests', 'GET, DELETE'],
+      ['GET', '/__admin/changes', 'POST'],
+    ];
+    for (const [method, path, allow] of cases) {
+      const answer = await call(sandbox.url, path, { key: 'sandbox-key', method });
+      expect({ method, path, status: answer.status, allow: answer.headers.allow, body: answer.body }).toEqual(
+        {
+          method,
+          path,
+          status: 405,
+          allow,
+          body: { code: 'METHOD_NOT_ALLOWED', message: expect.stringContaining(allow) },
+        },
+      );
+    }
+    for (const path of [
+      '/sharing/v1/alerts/ALR-00000001/reports',
+      '/sharing/v2/alerts/export',
+      '/__admin/nope',
+    ]) {
+      expect((await call(sandbox.url, path, { key: 'sandbox-key', method: 'PUT' })).status).toBe(404);
+    }
+  });
+
   it('logs and answers 500 when the handler itself throws, instead of leaving the rejection unhandled', async () => {
     const logged: unknown[] = [];
     const logger = { error: (obj: unknown) => logged.push(obj) } as unknown as Logger;
