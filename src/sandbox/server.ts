@@ -58,15 +58,33 @@ class Refused extends Error {
   }
 }
 
+/**
+ * The body, up to `MAX_BODY`. One declared larger is refused unread; one sent chunked, once it
+ * passes the limit. The rest is left unread, neither drained nor destroyed under the 413 still to be
+ * written, and the 413 closes the connection, which can then serve nothing else.
+ */
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  const tooLarge = new Refused(413, 'PAYLOAD_TOO_LARGE', 'body larger than 1 MiB');
+  if (Number(req.headers['content-length']) > MAX_BODY) return Promise.reject(tooLarge);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_BODY) chunks.push(chunk);
+      else {
+        req.off('data', onData).pause();
+        reject(tooLarge);
+      }
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(Buffer.concat(chunks, size)));
+    req.once('error', reject);
+  });
+}
+
 async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY) throw new Refused(400, 'INVALID_BODY', 'body larger than 1 MiB');
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
+  const text = (await readBody(req)).toString('utf8');
   try {
     return text === '' ? undefined : JSON.parse(text);
   } catch {
@@ -231,7 +249,8 @@ export function createHandler(deps: HandlerDeps) {
         reply = await api(deps, req, path, url.searchParams, entry);
       }
     } catch (err) {
-      if (err instanceof Refused) reply = problem(err.status, err.code, err.message);
+      if (err instanceof Refused)
+        reply = problem(err.status, err.code, err.message, err.status === 413 ? { connection: 'close' } : {});
       else if (err instanceof FraudlinkError) reply = problem(400, err.code, err.message);
       else {
         deps.logger.error({ err }, 'sandbox request failed');

@@ -1,5 +1,7 @@
 import { createServer } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
+import { Readable } from 'node:stream';
+import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/logger.ts';
 import { createListener, type HandlerDeps } from '../../src/sandbox/server.ts';
@@ -96,6 +98,37 @@ describe('the request listener', () => {
     ]) {
       expect((await call(sandbox.url, path, { key: 'sandbox-key', method: 'PUT' })).status).toBe(404);
     }
+  });
+
+  it('answers 413 PAYLOAD_TOO_LARGE to a body over 1 MiB, declared or sent chunked, and closes the connection', async () => {
+    const sandbox = await startSandbox({ alerts: 5 });
+    const MiB = 1 << 20;
+    const post = async (path: string, body: string | (() => Readable)) => {
+      const res = await request(`${sandbox.url}${path}`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'sandbox-key', 'content-type': 'application/json' },
+        body: typeof body === 'string' ? body : body(),
+      });
+      const text = await res.body.text();
+      return { path, status: res.statusCode, connection: res.headers.connection, body: JSON.parse(text) };
+    };
+    // Spaces around a JSON object: valid JSON of any size.
+    const padded = (size: number) => `{}${' '.repeat(size - 2)}`;
+    const chunked = (size: number) => () => Readable.from([Buffer.from('{}'), Buffer.alloc(size - 2, 32)]);
+    for (const path of ['/vop/v1/verify', '/sharing/v1/alerts/sent/search', '/__admin/changes']) {
+      for (const body of [padded(MiB + 1), chunked(MiB + 1), padded(4 * MiB)]) {
+        expect(await post(path, body)).toEqual({
+          path,
+          status: 413,
+          connection: 'close',
+          body: { code: 'PAYLOAD_TOO_LARGE', message: 'body larger than 1 MiB' },
+        });
+      }
+    }
+    for (const body of [padded(MiB), chunked(MiB)]) {
+      expect(await post('/sharing/v1/alerts/received/search', body)).toMatchObject({ status: 200 });
+    }
+    expect(sandbox.requestLog().map((r) => r.status)).toEqual([...Array(6).fill(413), 200, 200]);
   });
 
   it('logs and answers 500 when the handler itself throws, instead of leaving the rejection unhandled', async () => {
