@@ -160,10 +160,11 @@ async function readExcerpt(body: Dispatcher.ResponseData['body'], apiKey: string
  * case, with no letter or digit right before or after it (`_` may be, unlike with `\b`). The text is
  * a raw body, so one right after a JSON escape (`\nFR76…`, `\u00a0FR76…`) counts too. A compact one
  * may be an id of the same shape: that only hides a little of a diagnostic excerpt. A grouped one
- * may run on into words (`BE68 5390 0754 7034 from`): `maskIbanLike` sorts that out.
+ * may run on into words (`BE68 5390 0754 7034 from`) or the next IBAN of a list, up to `most` more
+ * groups (unbounded when undefined): `maskIbanLike` sorts that out.
  */
-function ibanLike(space: string): RegExp {
-  const grouped = (sep: string) => `(?:${sep}[A-Z0-9]{4}){2,7}(?:${sep}[A-Z0-9]{1,3})?`;
+function ibanLike(space: string, most?: number): RegExp {
+  const grouped = (sep: string) => `(?:${sep}[A-Z0-9]{4}){2,${most ?? ''}}(?:${sep}[A-Z0-9]{1,3})?`;
   return new RegExp(
     [
       String.raw`(?:(?<![A-Z0-9])|(?<=\\[bfnrt]|\\u[0-9A-F]{4}))`,
@@ -173,9 +174,10 @@ function ibanLike(space: string): RegExp {
     'gi',
   );
 }
+/** Unbounded: a match that ended after 7 groups left a list's next IBAN cut in two, neither part masked. */
 const IBAN_LIKE = ibanLike(' ');
-/** The same before whitespace is collapsed, and how far past a cut such text can run. */
-const RAW_IBAN_LIKE = ibanLike(String.raw`\s+`);
+/** One IBAN before whitespace is collapsed (34 characters at most), and how far past a cut it can run. */
+const RAW_IBAN_LIKE = ibanLike(String.raw`\s+`, 7);
 const IBAN_LOOKAHEAD = 64;
 
 const hex = (n: number, width: number) => n.toString(16).padStart(width, '0');
@@ -237,22 +239,28 @@ function excerptEnd(head: Buffer, apiKey: string): number {
 
 /**
  * Compact IBAN-like text masked as it stands; grouped text masked on its longest run of whole groups
- * as long as an IBAN of its country (ibantools' registry), the rest kept. Print forms come from
- * software that groups a stored IBAN, so a grouped IBAN has its country's length; one a group or
- * less away from it (a character mistyped away or in) is still a customer's account, masked whole.
- * Anything else is left alone: a code like `SN12-ABCD-EFGH`, or words (`ID42 with code`).
+ * as long as an IBAN of its country (ibantools' registry). Print forms come from software that
+ * groups a stored IBAN, so a grouped IBAN has its country's length; one a group or less away from it
+ * (a character mistyped away or in) is still a customer's account, masked whole. Where the text is
+ * no IBAN from its first group (a code like `SN12-ABCD-EFGH`, or words: `ID42 with code`), or goes
+ * on past one, the rest is searched again: it may hold the next IBAN of a list.
  */
 function maskIbanLike(text: string): string {
   const sep = /[ -]/.exec(text)?.[0];
   if (sep === undefined) return maskIban(text);
   const length = ibanLength(text.slice(0, 2).toUpperCase());
-  if (length === undefined) return text;
-  for (let end = text.length; end > 0; end = text.lastIndexOf(sep, end - 1)) {
-    if (text.slice(0, end).replaceAll(sep, '').length === length)
-      return maskIban(text.slice(0, end)) + text.slice(end);
+  if (length !== undefined) {
+    for (let end = text.length; end > 0; end = text.lastIndexOf(sep, end - 1)) {
+      if (text.slice(0, end).replaceAll(sep, '').length === length)
+        return maskIban(text.slice(0, end)) + maskIbansIn(text.slice(end));
+    }
+    if (Math.abs(text.replaceAll(sep, '').length - length) <= 4) return maskIban(text);
   }
-  return Math.abs(text.replaceAll(sep, '').length - length) <= 4 ? maskIban(text) : text;
+  const next = text.indexOf(sep);
+  return text.slice(0, next) + maskIbansIn(text.slice(next));
 }
+
+const maskIbansIn = (text: string) => text.replace(IBAN_LIKE, maskIbanLike);
 
 /**
  * Whitespace collapsed, the API key removed should a server echo it back (in any form `keyEchoes`
@@ -263,7 +271,7 @@ export function excerpt(text: string, apiKey: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   const key = keyEchoes(apiKey);
   const keyless = key === undefined ? flat : flat.replace(key, '[redacted]');
-  const safe = keyless.replace(IBAN_LIKE, maskIbanLike);
+  const safe = maskIbansIn(keyless);
   return safe.length > EXCERPT_CHARS ? `${safe.slice(0, EXCERPT_CHARS)}…` : safe;
 }
 

@@ -126,6 +126,15 @@ describe('body excerpts', () => {
     expect(excerpt('iban FR76-3000-6000-0112-3456-7890-1890 refused', 'k3y')).toBe('iban FR…1890 refused');
   });
 
+  it('mask each IBAN of a grouped list, also after a code or a word the grouping runs on from', () => {
+    expect(excerpt('BE68 5390 0754 7034 BE71 0961 2345 6769', 'k3y')).toBe('BE…7034 BE…6769');
+    expect(excerpt('accounts:\nBE68 5390 0754 7034\nBE71 0961 2345 6769', 'k3y')).toBe(
+      'accounts: BE…7034 BE…6769',
+    );
+    expect(excerpt('AT61 1904 3002 3457 3201 ES91 2100 0418 4502 0005 1332', 'k3y')).toBe('AT…3201 ES…1332');
+    expect(excerpt('ref ID42 BE68 5390 0754 7034 ok', 'k3y')).toBe('ref ID42 BE…7034 ok');
+  });
+
   it('leave grouped codes and words no IBAN is as long as alone', () => {
     for (const text of [
       'serial SN12-ABCD-EFGH',
