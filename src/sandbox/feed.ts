@@ -1,4 +1,4 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { grown } from './columns.ts';
 
 /** Tells whether the entry `seq` of `ref` still shows its alert's current state. */
@@ -119,16 +119,14 @@ export class Feed {
 
 /**
  * Cursors are opaque to clients and signed: base64url of `v2.<seq>.<mac>`, so the feed honours only
- * a cursor it issued, never a position read out of a forged or edited one. The key follows from the
- * seed, not from the process: a sandbox restarted with the same seed seeds the same feed, and a
- * connector's stored cursor keeps its place across the restart.
+ * a cursor it issued, never a position read out of a forged or edited one. The key is drawn anew for
+ * each feed (each sandbox made): another sandbox's feed, even of the same seed, differs past its
+ * seeded backlog (other `--alerts`, changes made at other times, admin calls), and a cursor of the
+ * old one would skip rows of the new one unannounced. Refused (400), it has the connector read on
+ * from its high-water mark instead, which loses nothing.
  */
 export class CursorCodec {
-  readonly #key: Buffer;
-
-  constructor(seed: number) {
-    this.#key = createHash('sha256').update(`fraudlink-sandbox-cursor.${seed}`).digest();
-  }
+  readonly #key = randomBytes(32);
 
   encode(seq: number): string {
     const mac = createHmac('sha256', this.#key).update(`v2.${seq}`).digest('base64url').slice(0, 22);

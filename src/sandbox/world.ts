@@ -62,7 +62,7 @@ export class World {
     this.#tenants = new Map(this.institutions.filter((i) => i.apiKey).map((i) => [i.apiKey as string, i]));
     this.alerts = new AlertTable(options.alerts);
     this.feed = new Feed((ref, seq) => ref < 0 || this.alerts.seq[ref] === seq);
-    this.cursors = new CursorCodec(options.seed);
+    this.cursors = new CursorCodec();
     this.#seedBacklog(options.alerts);
   }
 
