@@ -1,5 +1,7 @@
+import { once } from 'node:events';
+import { createServer } from 'node:net';
 import { PassThrough } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 
 describe('fraudlink sandbox configuration', () => {
@@ -19,5 +21,26 @@ describe('fraudlink sandbox configuration', () => {
       'fraudlink: CONFIG_INVALID: invalid configuration: LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent\n',
     );
     expect(process.listenerCount('SIGTERM')).toBe(0);
+  });
+
+  it('lets go of SIGTERM and SIGINT when its start-up fails (a port in use), so that no signal is swallowed until its exit', async () => {
+    const taken = createServer().listen(0, '127.0.0.1');
+    onTestFinished(() => void taken.close());
+    await once(taken, 'listening');
+    const { port } = taken.address() as { port: number };
+    const stderr = new PassThrough();
+    let text = '';
+    stderr.on('data', (d: Buffer) => {
+      text += d.toString();
+    });
+    const before = [process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')];
+    const code = await main(['node', 'fraudlink', 'sandbox', '--port', String(port), '--alerts', '1'], {
+      env: { LOG_LEVEL: 'silent' },
+      stdout: new PassThrough(),
+      stderr,
+    });
+    expect(code).toBe(2);
+    expect(text).toMatch(new RegExp(`^fraudlink: USAGE: --port ${port}: address already in use`));
+    expect([process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')]).toEqual(before);
   });
 });

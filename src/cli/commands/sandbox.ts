@@ -4,7 +4,7 @@ import { createSecureContext } from 'node:tls';
 import { type Command, InvalidArgumentError } from 'commander';
 import { loadSandboxConfig } from '../../config/index.ts';
 import { FraudlinkError, UsageError } from '../../errors.ts';
-import { createLogger } from '../../logger.ts';
+import { createLogger, type Logger } from '../../logger.ts';
 import { checkFaults } from '../../sandbox/faults.ts';
 import type { Sandbox, SandboxFaults, SandboxOptions } from '../../sandbox/index.ts';
 import type { CliContext } from '../context.ts';
@@ -115,8 +115,26 @@ async function run(flags: Flags, ctx: CliContext): Promise<void> {
   const { logLevel } = loadSandboxConfig(ctx.env);
   const logger = createLogger({ level: logLevel }).child({ component: 'sandbox' });
   // Listen for signals first: seeding a large backlog takes seconds, and a signal meanwhile must
-  // still end in a clean exit 0, as must one sent right after the ready line.
-  const signal = untilSignal();
+  // still end in a clean exit 0, as must one sent right after the ready line. A start-up that fails
+  // lets go of them: the error's exit follows, and a signal meanwhile must not be swallowed.
+  const failed = new AbortController();
+  const signal = untilSignal(failed.signal);
+  let sandbox: Sandbox;
+  let ready: Awaited<ReturnType<Sandbox['start']>>;
+  try {
+    ({ sandbox, ready } = await startSandbox(flags, logger));
+  } catch (err) {
+    failed.abort();
+    throw err;
+  }
+  ctx.stdout.write(`${JSON.stringify(ready)}\n`);
+  logger.info({ signal: await signal }, 'stopping');
+  await sandbox.stop();
+  ctx.exitCode = 0;
+}
+
+/** Makes and starts the sandbox, refusals of its flags as usage errors. */
+async function startSandbox(flags: Flags, logger: Logger) {
   const { createSandbox } = await import('../../sandbox/index.ts');
   let sandbox: Sandbox;
   try {
@@ -139,16 +157,11 @@ async function run(flags: Flags, ctx: CliContext): Promise<void> {
     if (err instanceof FraudlinkError) throw err;
     throw new UsageError(err instanceof Error ? err.message : String(err), { cause: err });
   }
-  let ready: Awaited<ReturnType<Sandbox['start']>>;
   try {
-    ready = await sandbox.start();
+    return { sandbox, ready: await sandbox.start() };
   } catch (err) {
     throw listenError(err, flags);
   }
-  ctx.stdout.write(`${JSON.stringify(ready)}\n`);
-  logger.info({ signal: await signal }, 'stopping');
-  await sandbox.stop();
-  ctx.exitCode = 0;
 }
 
 export function registerSandboxCommand(program: Command, ctx: CliContext): void {
