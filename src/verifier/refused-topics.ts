@@ -66,7 +66,8 @@ async function movedToDefaultTopic(
  * topic, the topics remembered in `refused`: every request still gets one reply in one committed
  * transaction, and one requester's topic does not fail the batch of every requester of its
  * partitions, at every restart. Any other failure, or a refusal by the default or DLQ topic, is
- * thrown.
+ * thrown. False when `dropped()` says, before an attempt, that the records' requests were given up
+ * meanwhile (the consumer crashed): nothing is committed then, for their next owner to answer.
  */
 export async function transactionAvoidingRefusedTopics(
   records: OutgoingRecord[],
@@ -75,8 +76,9 @@ export async function transactionAvoidingRefusedTopics(
   producer: {
     transaction(records: OutgoingRecord[]): Promise<void> | undefined;
     renewProducer(): Promise<void>;
+    dropped(): boolean;
   },
-): Promise<void> {
+): Promise<boolean> {
   const { repliesTopic, dlqTopic } = deps.config;
   records = await movedToDefaultTopic(
     records,
@@ -85,9 +87,10 @@ export async function transactionAvoidingRefusedTopics(
     'kafka_replyTopic refused by the broker lately; replying on the default topic',
   );
   for (;;) {
+    if (producer.dropped()) return false;
     try {
       await producer.transaction(records);
-      return;
+      return true;
     } catch (err) {
       const topics = new Set(refusedTopicsOf(err));
       const movable = (topic: string) =>

@@ -117,11 +117,18 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     if (offsets.length === 0) return;
     const started = performance.now();
     const slot = turn++ % producers.length;
+    // Read once, as the requests were consumed, for every attempt of this commit: a consumer that
+    // crashed meanwhile has left the group and has no membership, and offsets sent without one are
+    // not checked by the coordinator, though the crash dropped these requests for their partitions'
+    // next owner to answer. As the member it was, the coordinator refuses them once it is gone.
+    const membership = consumer.membership();
+    const consumedAs = memberId;
+    let committed: boolean;
     try {
-      await transactionAvoidingRefusedTopics(records, refusedTopics, deps, {
+      committed = await transactionAvoidingRefusedTopics(records, refusedTopics, deps, {
         transaction: (sent) =>
           producers[slot]?.transaction(sent, {
-            consumerOffsets: { groupId: config.groupId, offsets, membership: consumer.membership() },
+            consumerOffsets: { groupId: config.groupId, offsets, membership },
           }),
         // On Kafka's transaction protocol v1 a producer whose Produce failed must not begin another
         // transaction (eos-manager.ts): a new one with the same transactional id takes its place.
@@ -129,6 +136,8 @@ export function createVerifier(deps: VerifierDeps): Verifier {
           await producers[slot]?.close().catch(() => {});
           producers[slot] = await openProducer(transactionalIds[slot] as string);
         },
+        // The consumer crashed since (onCrash dropped these requests): no attempt is made any more.
+        dropped: () => memberId !== consumedAs,
       });
     } catch (err) {
       if (!findError(err, ErrorCodes.KAFKA_MEMBER_FENCED)) throw err;
@@ -144,6 +153,14 @@ export function createVerifier(deps: VerifierDeps): Verifier {
       deps.metrics.memberFenced.inc();
       progress.retain(() => false);
       memberId = undefined;
+      return;
+    }
+    if (!committed) {
+      logger.warn(
+        { dropped: records.length },
+        'the request consumer crashed during this commit (a refused transaction redone): its ' +
+          'replies are dropped, for the owners of its partitions to answer',
+      );
       return;
     }
     deps.metrics.commitSeconds.observe((performance.now() - started) / 1000);

@@ -171,12 +171,17 @@ async function startedVerifier(
   await verifier.start();
   if (!consumerOptions) throw new Error('the verifier made no consumer');
   const options_ = consumerOptions;
-  // As the consumer does: its membership is the one its last assignment came with.
+  // As the consumer does: its membership is the one its last assignment came with, and none once
+  // it crashed (kafkajs has left the group).
   const consumer: GroupConsumerOptions = {
     ...options_,
     onAssignment(assigned, joinedAs) {
       membership = joinedAs;
       options_.onAssignment?.(assigned, joinedAs);
+    },
+    onCrash(err, restarting) {
+      membership = undefined;
+      options_.onCrash?.(err, restarting);
     },
   };
   consumer.onAssignment?.([{ topic: config.verifier.requestsTopic, partitions: [0, 1] }], MEMBER);
@@ -451,6 +456,43 @@ describe('verifier reply topics the broker refuses', () => {
       'fraudlink-verifier-test.1',
       'fraudlink-verifier-test.1',
     ]);
+  });
+
+  it('answers a request once when the consumer crashed during its refused transaction: its redo is dropped, not committed without a member', async () => {
+    const upstream = heldAnswers();
+    const refused = Promise.withResolvers<void>();
+    let crash = () => {};
+    const { verifier, consumer, transactions, memberships, attempts } = await startedVerifier({
+      verify: upstream.verify,
+      refusal(records) {
+        const error = refusedBy(custom)(records);
+        if (error) {
+          // A coordinator that moved meanwhile: kafkajs restarts the consumer, which leaves the group,
+          // and the verifier drops the requests in hand for the partitions' next owner to answer.
+          crash();
+          refused.resolve();
+        }
+        return error;
+      },
+    });
+    crash = () => consumer.onCrash?.(new Error('The group coordinator is not available'), true);
+    await consumer.eachBatch(asking(custom, [0]));
+    upstream.release(0);
+    await refused.promise;
+    // kafkajs rejoins as a new member (after the transaction under way), and is handed r-0-0 again.
+    await consumer.beforeJoin?.();
+    const rejoined = { generationId: 2, memberId: 'member-2' };
+    consumer.onAssignment?.([{ topic: 'requests', partitions: [0] }], rejoined);
+    await consumer.eachBatch(asking(custom, [0]));
+    upstream.release(1);
+    await verifier.stop();
+    await expect(verifier.done).resolves.toBeUndefined();
+    expect(attempts.map((records) => records.map((r) => `${r.key} ${r.topic}`))).toEqual([
+      [`r-0-0 ${custom}`],
+      ['r-0-0 vop.verification.replies.v1'],
+    ]);
+    expect(transactions).toEqual([{ keys: ['r-0-0'], offsets: [{ partition: 0, offset: '1' }] }]);
+    expect(memberships).toEqual([rejoined]);
   });
 
   it('stops, as on any failed transaction, when the default reply topic refuses its records', async () => {
