@@ -91,6 +91,27 @@ export function refusedTopicsOf(err: unknown): string[] {
   return [...topics];
 }
 
+const OVERSIZE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
+
+/**
+ * Of refusedTopicsOf, the topics that refused only a record batch's size: larger than their
+ * `max.message.bytes` (MESSAGE_TOO_LARGE) or segment (RECORD_LIST_TOO_LARGE). A batch of several
+ * records may be refused where each record alone would not (SendOptions.unbatchedTopics).
+ */
+export function oversizeTopicsOf(err: unknown): string[] {
+  const types = new Map<string, Set<string>>();
+  for (const e of chain(err)) {
+    const { topicErrors } = e as { topicErrors?: TopicPartitionError[] };
+    for (const t of topicErrors ?? []) {
+      if (!TOPIC_REFUSALS.has(t.type)) continue;
+      const seen = types.get(t.topic) ?? new Set<string>();
+      seen.add(t.type);
+      types.set(t.topic, seen);
+    }
+  }
+  return [...types].filter(([, seen]) => [...seen].every((t) => OVERSIZE.has(t))).map(([topic]) => topic);
+}
+
 /** kafkajs errors into the project's model: fencing is FencedError, the rest KafkaError keeping kafkajs's verdict. */
 export function toKafkaError(err: unknown, what: string): Error {
   if (err instanceof KafkaError || err instanceof FencedError) return err;

@@ -1,6 +1,6 @@
 export { avroEncoder } from './avro-encoder.ts';
 export { createKafkaClient, type KafkaClientOptions } from './client.ts';
-export { refusedTopicsOf } from './errors.ts';
+export { oversizeTopicsOf, refusedTopicsOf } from './errors.ts';
 export { batchBytes } from './records.ts';
 export {
   type AvroSchemaJson,

@@ -11,7 +11,7 @@ import { forgetCoordinators } from './coordinator-cache.ts';
 import { offsetsMemberships } from './eos-manager.ts';
 import { hasErrorType, isStaleMember, toKafkaError } from './errors.ts';
 import kafkajs, { cuttableMessages, PartitionBatchTooLargeError } from './kafkajs.ts';
-import { largestRecord, sendChunks, toTopicMessages } from './records.ts';
+import { largestRecord, MAX_SEND_BYTES, sendChunks, toTopicMessages } from './records.ts';
 import { keepTransactionProtocolV1, releaseTransactionProtocol } from './transaction-v2.ts';
 import type {
   OutgoingRecord,
@@ -72,24 +72,32 @@ function topicMessagesOf(records: OutgoingRecord[], cuttable = false): TopicMess
  * Sends records through a kafkajs producer's or transaction's `sendBatch`, in one produce request,
  * or, when one partition's share would outgrow a record batch (kafkajs.ts's fix 15 refuses such a
  * send before any request), in consecutive requests of at most `MAX_SEND_BYTES` each (sendChunks),
- * in order. A MESSAGE_TOO_LARGE names the largest record.
+ * in order; with a record of an `unbatched` topic in each at most. A MESSAGE_TOO_LARGE names the
+ * largest record.
  */
 async function sendInBatches(
   sender: Pick<KafkajsProducer, 'sendBatch'>,
   records: OutgoingRecord[],
   compression: number,
   what: string,
+  unbatched: ReadonlySet<string> = new Set(),
 ): Promise<void> {
   if (records.length === 0) return;
   const send = (chunk: OutgoingRecord[], cuttable?: boolean) =>
     sender.sendBatch({ topicMessages: topicMessagesOf(chunk, cuttable), acks: -1, compression });
   let chunk = records;
+  const cut = async () => {
+    for (chunk of sendChunks(records, MAX_SEND_BYTES, unbatched)) await send(chunk);
+  };
   try {
-    try {
-      await send(records, true);
-    } catch (err) {
-      if (!PartitionBatchTooLargeError.is(err)) throw err;
-      for (chunk of sendChunks(records)) await send(chunk);
+    if (records.some((r) => unbatched.has(r.topic))) await cut();
+    else {
+      try {
+        await send(records, true);
+      } catch (err) {
+        if (!PartitionBatchTooLargeError.is(err)) throw err;
+        await cut();
+      }
     }
   } catch (err) {
     if (!hasErrorType(err, 'MESSAGE_TOO_LARGE')) throw toKafkaError(err, what);
@@ -106,7 +114,7 @@ async function sendInBatches(
 function wrapTransaction(tx: KafkajsTransaction, guard: Guard, compression: number): Transaction {
   const steps = stepsOf(tx, compression);
   return {
-    send: (records) => guard(() => steps.send(records)),
+    send: (records, options) => guard(() => steps.send(records, options)),
     sendOffsets: (offsets) => guard(() => steps.sendOffsets(offsets)),
     commit: () => guard(() => steps.commit()),
     // An abort after fencing is pointless (the broker already aborted) and would fail again.
@@ -116,7 +124,8 @@ function wrapTransaction(tx: KafkajsTransaction, guard: Guard, compression: numb
 
 function stepsOf(tx: KafkajsTransaction, compression: number): Transaction {
   return {
-    send: (records) => sendInBatches(tx, records, compression, 'send in transaction failed'),
+    send: (records, options) =>
+      sendInBatches(tx, records, compression, 'send in transaction failed', options?.unbatchedTopics),
     async sendOffsets({ groupId, offsets, membership }) {
       if (offsets.length === 0) return;
       const byTopic = new Map<string, { partition: number; offset: string }[]>();
@@ -212,7 +221,7 @@ export async function createTransactionalProducer(
   const runTransaction = async (records: OutgoingRecord[], txOptions: TransactionOptions) => {
     const tx = await begin();
     try {
-      await tx.send(records);
+      await tx.send(records, txOptions);
       if (txOptions.consumerOffsets) await tx.sendOffsets(txOptions.consumerOffsets);
       await tx.commit();
     } catch (err) {

@@ -66,22 +66,30 @@ export function largestRecord(records: readonly OutgoingRecord[]): { bytes: numb
 }
 
 /**
- * Cuts records, in order, into consecutive runs of at most `maxBytes` (recordBytes); a record
- * larger than that alone is a run of its own, for the broker to judge. Sent one after another,
- * the runs keep every partition's order.
+ * Cuts records, in order, into consecutive runs of at most `maxBytes` (recordBytes), each holding at
+ * most one record of each topic in `unbatched`; a record larger than `maxBytes` alone is a run of
+ * its own, for the broker to judge. Sent one after another, the runs keep every partition's order.
  */
-export function sendChunks(records: OutgoingRecord[], maxBytes = MAX_SEND_BYTES): OutgoingRecord[][] {
+export function sendChunks(
+  records: OutgoingRecord[],
+  maxBytes = MAX_SEND_BYTES,
+  unbatched: ReadonlySet<string> = new Set(),
+): OutgoingRecord[][] {
   const chunks: OutgoingRecord[][] = [];
   let start = 0;
   let bytes = 0;
+  const alone = new Set<string>();
   for (let i = 0; i < records.length; i++) {
-    const size = recordBytes(records[i] as OutgoingRecord);
-    if (bytes + size > maxBytes && i > start) {
+    const record = records[i] as OutgoingRecord;
+    const size = recordBytes(record);
+    if ((bytes + size > maxBytes || alone.has(record.topic)) && i > start) {
       chunks.push(records.slice(start, i));
       start = i;
       bytes = 0;
+      alone.clear();
     }
     bytes += size;
+    if (unbatched.has(record.topic)) alone.add(record.topic);
   }
   if (start < records.length) chunks.push(start === 0 ? records : records.slice(start));
   return chunks;

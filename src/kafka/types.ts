@@ -74,7 +74,16 @@ export interface GroupMembership {
   groupInstanceId?: string | null;
 }
 
-export interface TransactionOptions {
+export interface SendOptions {
+  /**
+   * Topics whose records each go in a record batch of their own, in Produce requests one after
+   * another. kafkajs puts all of a send's records for one partition in one batch, and a topic's
+   * `max.message.bytes` limits the batch: a topic may take each record alone but not several together.
+   */
+  unbatchedTopics?: ReadonlySet<string>;
+}
+
+export interface TransactionOptions extends SendOptions {
   /** Consumed offsets committed atomically with the records (consume-transform-produce). */
   consumerOffsets?: {
     groupId: string;
@@ -90,7 +99,7 @@ export interface TransactionOptions {
 }
 
 export interface Transaction {
-  send(records: OutgoingRecord[]): Promise<void>;
+  send(records: OutgoingRecord[], options?: SendOptions): Promise<void>;
   sendOffsets(offsets: NonNullable<TransactionOptions['consumerOffsets']>): Promise<void>;
   commit(): Promise<void>;
   abort(): Promise<void>;

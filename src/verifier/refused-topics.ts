@@ -1,14 +1,17 @@
-import { type OutgoingRecord, refusedTopicsOf } from '../kafka/index.ts';
+import { type OutgoingRecord, oversizeTopicsOf, refusedTopicsOf } from '../kafka/index.ts';
 import type { HandlerDeps } from './handle.ts';
 import type { VerificationResult } from './reply.ts';
 
 /**
  * Custom reply topics the broker refused for good (an ACL, a `max.message.bytes` smaller than a
  * reply), each remembered for `ttlMs`: their replies go to the default reply topic meanwhile, without
- * a failed transaction first. Then the topic is tried again, in case its owner has fixed it.
+ * a failed transaction first. Then the topic is tried again, in case its owner has fixed it. Topics
+ * that refused a record batch of several replies (a `max.message.bytes` smaller than those together)
+ * are remembered as long, their replies sent each in a batch of its own meanwhile.
  */
 export class RefusedReplyTopics {
   readonly #until = new Map<string, number>();
+  readonly #batchesUntil = new Map<string, number>();
   readonly ttlMs: number;
   readonly #now: () => number;
 
@@ -22,10 +25,22 @@ export class RefusedReplyTopics {
   }
 
   has(topic: string): boolean {
-    const until = this.#until.get(topic);
-    if (until === undefined) return false;
-    if (this.#now() < until) return true;
-    this.#until.delete(topic);
+    return this.#held(this.#until, topic);
+  }
+
+  refuseBatches(topic: string): void {
+    this.#batchesUntil.set(topic, this.#now() + this.ttlMs);
+  }
+
+  batchesRefused(topic: string): boolean {
+    return this.#held(this.#batchesUntil, topic);
+  }
+
+  #held(until: Map<string, number>, topic: string): boolean {
+    const end = until.get(topic);
+    if (end === undefined) return false;
+    if (this.#now() < end) return true;
+    until.delete(topic);
     return false;
   }
 }
@@ -60,21 +75,36 @@ async function movedToDefaultTopic(
 }
 
 /**
+ * Of the topics that refused `err`'s transaction for good, those to send again with each reply in a
+ * record batch of its own: refused only for size (oversizeTopicsOf), with several replies in the
+ * transaction, not sent so already. `max.message.bytes` limits a record batch, and kafkajs puts all
+ * of a partition's records of a send in one: a topic may take each reply alone, but not twelve.
+ */
+function batchRefusals(err: unknown, records: OutgoingRecord[], unbatched: ReadonlySet<string>): string[] {
+  return oversizeTopicsOf(err).filter(
+    (topic) => !unbatched.has(topic) && records.filter((r) => r.topic === topic).length > 1,
+  );
+}
+
+/**
  * Runs `transaction` on `records`, the replies to a topic in `refused` moved to the default topic
  * first. One that custom reply topics refuse for good (refusedTopicsOf: an ACL, a max.message.bytes
  * smaller than a reply) is redone, on a renewed producer, with those topics' replies on the default
  * topic, the topics remembered in `refused`: every request still gets one reply in one committed
  * transaction, and one requester's topic does not fail the batch of every requester of its
- * partitions, at every restart. Any other failure, or a refusal by the default or DLQ topic, is
- * thrown. False when `dropped()` says, before an attempt, that the records' requests were given up
- * meanwhile (the consumer crashed): nothing is committed then, for their next owner to answer.
+ * partitions, at every restart. A topic that refused a batch of several replies for its size is
+ * first tried again with each reply in a batch of its own (batchRefusals), and moved only when it
+ * refuses that too. Any other failure, or a refusal by the default or DLQ topic, is thrown. False
+ * when `dropped()` says, before an attempt, that the records' requests were given up meanwhile (the
+ * consumer crashed): nothing is committed then, for their next owner to answer.
  */
 export async function transactionAvoidingRefusedTopics(
   records: OutgoingRecord[],
   refused: RefusedReplyTopics,
   deps: HandlerDeps,
   producer: {
-    transaction(records: OutgoingRecord[]): Promise<void> | undefined;
+    /** `unbatched`: the topics whose records go each in a record batch of its own. */
+    transaction(records: OutgoingRecord[], unbatched: ReadonlySet<string>): Promise<void> | undefined;
     renewProducer(): Promise<void>;
     dropped(): boolean;
   },
@@ -86,23 +116,44 @@ export async function transactionAvoidingRefusedTopics(
     deps,
     'kafka_replyTopic refused by the broker lately; replying on the default topic',
   );
+  /** The topics cut into batches of one reply by this call's redos. */
+  const cut = new Set<string>();
   for (;;) {
     if (producer.dropped()) return false;
+    const unbatched = new Set(
+      records.map((r) => r.topic).filter((topic) => cut.has(topic) || refused.batchesRefused(topic)),
+    );
     try {
-      await producer.transaction(records);
+      await producer.transaction(records, unbatched);
       return true;
     } catch (err) {
       const topics = new Set(refusedTopicsOf(err));
       const movable = (topic: string) =>
         topic !== repliesTopic && topic !== dlqTopic && records.some((r) => r.topic === topic);
       if (topics.size === 0 || ![...topics].every(movable)) throw err;
-      deps.logger.warn(
-        { err, refused: [...topics], refusedForMs: refused.ttlMs },
-        'the broker refuses kafka_replyTopic for good: the transaction is redone with its replies on the default topic',
-      );
+      const batched = batchRefusals(err, records, unbatched);
+      if (batched.length > 0) {
+        deps.logger.warn(
+          { err, refused: batched, unbatchedForMs: refused.ttlMs },
+          'the broker refuses a record batch of several replies to kafka_replyTopic (its ' +
+            'max.message.bytes): the transaction is redone with each of its replies in a batch of its own',
+        );
+      }
+      for (const topic of batched) {
+        refused.refuseBatches(topic);
+        cut.add(topic);
+        topics.delete(topic);
+      }
+      if (topics.size > 0) {
+        deps.logger.warn(
+          { err, refused: [...topics], refusedForMs: refused.ttlMs },
+          'the broker refuses kafka_replyTopic for good: the transaction is redone with its replies on the default topic',
+        );
+      }
       for (const topic of topics) refused.refuse(topic);
       await producer.renewProducer();
-      // Each redo leaves out a topic that refused the one before: the redos end.
+      // Each redo cuts a topic that refused the one before into batches of one reply, or leaves it
+      // out: the redos end.
       records = await movedToDefaultTopic(
         records,
         (topic) => topics.has(topic),

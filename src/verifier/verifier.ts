@@ -126,9 +126,10 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     let committed: boolean;
     try {
       committed = await transactionAvoidingRefusedTopics(records, refusedTopics, deps, {
-        transaction: (sent) =>
+        transaction: (sent, unbatchedTopics) =>
           producers[slot]?.transaction(sent, {
             consumerOffsets: { groupId: config.groupId, offsets, membership },
+            unbatchedTopics,
           }),
         // On Kafka's transaction protocol v1 a producer whose Produce failed must not begin another
         // transaction (eos-manager.ts): a new one with the same transactional id takes its place.

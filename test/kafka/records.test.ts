@@ -132,4 +132,16 @@ describe('sends cut to the size a record batch may take', () => {
     expect(sendChunks(small)).toEqual([small]);
     expect(sendChunks([])).toEqual([]);
   });
+
+  it('cuts records so that each run holds one record at most of each unbatched topic, in order', () => {
+    const [a0, a1, a2] = [0, 1, 2].map((i) => ({ ...record(10, i), topic: 'a' }));
+    const [b0, b1] = [3, 4].map((i) => ({ ...record(10, i), topic: 'b' }));
+    const records = [a0, b0, a1, b1, a2] as OutgoingRecord[];
+    expect(sendChunks(records, 1000, new Set(['a']))).toEqual([[a0, b0], [a1, b1], [a2]]);
+    expect(sendChunks(records, 1000, new Set(['a', 'b']))).toEqual([[a0, b0], [a1, b1], [a2]]);
+    expect(sendChunks(records, 1000, new Set(['b']))).toEqual([
+      [a0, b0, a1],
+      [b1, a2],
+    ]);
+  });
 });

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { FencedError, KafkaError, MemberFencedError } from '../../src/errors.ts';
-import { hasErrorType, refusedTopicsOf } from '../../src/kafka/errors.ts';
+import { hasErrorType, oversizeTopicsOf, refusedTopicsOf } from '../../src/kafka/errors.ts';
 import type { GroupMembership } from '../../src/kafka/index.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 import { keepTransactionProtocolV1, releaseTransactionProtocol } from '../../src/kafka/transaction-v2.ts';
@@ -194,6 +194,37 @@ describe('transactional producer on a real broker', () => {
   });
 
   for (const protocol of ['v1', 'auto'] as const) {
+    it(`sends each record of an unbatched topic in a batch of its own, which its max.message.bytes takes where it refused them together (${protocol})`, async () => {
+      const { kafka } = testClients();
+      const [open = ''] = await testTopics(kafka, ['tx-open']);
+      const [small = ''] = await testTopics(kafka, ['tx-small'], 1, { 'max.message.bytes': '2000' });
+      // On v1 a producer whose Produce failed may not begin another transaction: a new one each.
+      const producer = async () => {
+        const created = await kafka.transactionalProducer({ transactionalId, transactionProtocol: protocol });
+        onTestFinished(() => created.close());
+        return created;
+      };
+      const transactionalId = uniqueName('tx-unbatched');
+      // Twelve records of ~300 bytes: each fits the topic alone, together they are a batch of ~3.6 kB.
+      const records = Array.from({ length: 12 }, (_, i) => [
+        { topic: small, key: `s${i}`, value: Buffer.alloc(250, i) },
+        { topic: open, key: `o${i}`, value: Buffer.alloc(250, i) },
+      ]).flat();
+      const failed = await (await producer()).transaction(records).then(
+        () => new Error('committed'),
+        (err: unknown) => err,
+      );
+      expect(oversizeTopicsOf(failed)).toEqual([small]);
+      await (await producer()).transaction(records, { unbatchedTopics: new Set([small]) });
+      const [smallRead, openRead] = await Promise.all(
+        [small, open].map(async (topic) => (await collect(kafka, topic)).until((r) => r.length >= 12)),
+      );
+      expect(smallRead?.map((r) => text(r.key))).toEqual(
+        records.filter((r) => r.topic === small).map((r) => r.key),
+      );
+      expect(openRead).toHaveLength(12);
+    });
+
     it(`names the one topic of a transaction that refused its records for good, nothing committed (${protocol})`, async () => {
       const { kafka } = testClients();
       const [open = ''] = await testTopics(kafka, ['tx-open']);
