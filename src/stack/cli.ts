@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { createLogger } from '../logger.ts';
-import { defaultStateFile, down, findRunningStack, up } from './stack.ts';
+import { defaultStateFile, down, probeRunningStack, up } from './stack.ts';
 
 // `npm run stack -- up|down|status`: a local Kafka + schema registry for humans, kept running
 // between commands until `down`.
@@ -35,14 +35,14 @@ program
   .command('status')
   .description('show whether the stack runs and where')
   .action(async () => {
-    const stack = await findRunningStack(program.opts().state);
-    if (!stack) {
+    const running = await probeRunningStack(program.opts().state);
+    if (!running) {
       print({ running: false });
       process.exitCode = 1;
       return;
     }
-    const { stop: _stop, ...info } = stack;
-    print({ running: true, ...info });
+    const { stop: _stop, ...info } = running.stack;
+    print({ running: true, outdated: running.outdated, ...info });
   });
 
 program.parseAsync(process.argv).catch((err: unknown) => {

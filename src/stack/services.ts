@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -79,6 +79,43 @@ const LOG4J2 = `<?xml version="1.0" encoding="UTF-8"?>
 </Configuration>
 `;
 
+/**
+ * The broker's settings beside its listeners and log dir. StandardAuthorizer, with every principal
+ * allowed what no ACL names (`allow.everyone.if.no.acl.found`): a client without credentials
+ * (User:ANONYMOUS on PLAINTEXT) may do anything as without an authorizer, and a test can refuse it
+ * its own topic with a DENY ACL (a requester's reply topic the verifier may not Describe or Write).
+ * With no ACL on a resource, each check is a lookup in the authorizer's (empty) ACL index that falls
+ * back to allowing, a few per request: the benchmarks' broker does no more work worth counting.
+ */
+export const KAFKA_SETTINGS = [
+  'process.roles=broker,controller',
+  'node.id=1',
+  'controller.listener.names=CONTROLLER',
+  'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+  'inter.broker.listener.name=PLAINTEXT',
+  'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+  'allow.everyone.if.no.acl.found=true',
+  'num.partitions=1',
+  'default.replication.factor=1',
+  'offsets.topic.replication.factor=1',
+  'offsets.topic.num.partitions=10',
+  'transaction.state.log.replication.factor=1',
+  'transaction.state.log.min.isr=1',
+  'transaction.state.log.num.partitions=10',
+  'group.initial.rebalance.delay.ms=0',
+  'auto.create.topics.enable=false',
+  'log.cleaner.backoff.ms=1000',
+];
+
+/**
+ * Names KAFKA_SETTINGS, recorded with a running stack (StackInfo.kafkaSettings): a stack whose
+ * broker an older fraudlink started with other settings (no authorizer, say) is not reused.
+ */
+export const KAFKA_SETTINGS_ID = createHash('sha256')
+  .update(KAFKA_SETTINGS.join('\n'))
+  .digest('hex')
+  .slice(0, 12);
+
 export interface KafkaNode {
   pid: number;
   port: number;
@@ -100,25 +137,11 @@ export async function startKafka(options: {
   writeFileSync(
     properties,
     [
-      'process.roles=broker,controller',
-      'node.id=1',
+      ...KAFKA_SETTINGS,
       `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
       `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
       `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
-      'controller.listener.names=CONTROLLER',
-      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
-      'inter.broker.listener.name=PLAINTEXT',
       `log.dirs=${join(options.dir, 'data')}`,
-      'num.partitions=1',
-      'default.replication.factor=1',
-      'offsets.topic.replication.factor=1',
-      'offsets.topic.num.partitions=10',
-      'transaction.state.log.replication.factor=1',
-      'transaction.state.log.min.isr=1',
-      'transaction.state.log.num.partitions=10',
-      'group.initial.rebalance.delay.ms=0',
-      'auto.create.topics.enable=false',
-      'log.cleaner.backoff.ms=1000',
       '',
     ].join('\n'),
   );

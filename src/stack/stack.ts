@@ -7,7 +7,7 @@ import { ensureApicurio, ensureKafka } from './install.ts';
 import { requireJava } from './java.ts';
 import { cacheDir } from './paths.ts';
 import { isAlive, stopProcess } from './process.ts';
-import { probeKafka, probeRegistry, startKafka, startRegistry } from './services.ts';
+import { KAFKA_SETTINGS_ID, probeKafka, probeRegistry, startKafka, startRegistry } from './services.ts';
 
 export interface StackInfo {
   brokers: string;
@@ -18,6 +18,8 @@ export interface StackInfo {
   /** The process whose death ends the stack; absent for a stack started by `up`. */
   ownerPid?: number;
   registryVersion: string;
+  /** The broker's settings (KAFKA_SETTINGS_ID); absent in a stack an older fraudlink started. */
+  kafkaSettings?: string;
   startedAt: string;
 }
 
@@ -91,12 +93,18 @@ export async function startStack(options: StartOptions = {}): Promise<Stack> {
     dir,
     ...(options.ownerPid && { ownerPid: options.ownerPid }),
     registryVersion: apicurio.version,
+    kafkaSettings: KAFKA_SETTINGS_ID,
     startedAt: new Date().toISOString(),
   });
 }
 
-/** The stack started by `up`, when it still runs and answers. */
-export async function findRunningStack(stateFile = defaultStateFile()): Promise<Stack | undefined> {
+/**
+ * The stack started by `up`, when it still runs and answers; `outdated` when its broker runs other
+ * settings than KAFKA_SETTINGS (an older fraudlink started it: no authorizer, say).
+ */
+export async function probeRunningStack(
+  stateFile = defaultStateFile(),
+): Promise<{ stack: Stack; outdated: boolean } | undefined> {
   if (!existsSync(stateFile)) return undefined;
   let info: StackInfo;
   try {
@@ -109,16 +117,37 @@ export async function findRunningStack(stateFile = defaultStateFile()): Promise<
     probeKafka(info.brokers).catch(() => false),
     probeRegistry(info.registryUrl).catch(() => false),
   ]);
-  return answers.every(Boolean) ? withStop(info) : undefined;
+  if (!answers.every(Boolean)) return undefined;
+  return { stack: withStop(info), outdated: info.kafkaSettings !== KAFKA_SETTINGS_ID };
 }
 
-/** `up`: reuses the running stack or starts one that outlives this process. */
+/**
+ * The stack started by `up`, when it still runs, answers and runs today's broker settings: tests
+ * that deny a topic with an ACL need the authorizer, and start a stack of their own rather than
+ * reuse an outdated one.
+ */
+export async function findRunningStack(stateFile = defaultStateFile()): Promise<Stack | undefined> {
+  const running = await probeRunningStack(stateFile);
+  return running && !running.outdated ? running.stack : undefined;
+}
+
+/**
+ * `up`: reuses the running stack or starts one that outlives this process. An outdated one is not
+ * stopped unasked (others may use it): `up` fails, naming it, until `down` has stopped it.
+ */
 export async function up(
   logger?: Logger,
   stateFile = defaultStateFile(),
 ): Promise<{ stack: Stack; reused: boolean }> {
-  const running = await findRunningStack(stateFile);
-  if (running) return { stack: running, reused: true };
+  const running = await probeRunningStack(stateFile);
+  if (running?.outdated) {
+    throw new StackError(
+      `the running stack (Kafka at ${running.stack.brokers}) was started with other broker settings ` +
+        "than this fraudlink's (an older one: no ACL authorizer, say); stop it with " +
+        '`npm run stack -- down`, then start it again',
+    );
+  }
+  if (running) return { stack: running.stack, reused: true };
   await down(stateFile);
   const stack = await startStack(logger ? { logger } : {});
   const { stop: _stop, ...info } = stack;

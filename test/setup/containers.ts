@@ -38,6 +38,9 @@ export async function startContainers(): Promise<{
       KAFKA_TRANSACTION_STATE_LOG_MIN_ISR: '1',
       KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS: '0',
       KAFKA_AUTO_CREATE_TOPICS_ENABLE: 'false',
+      // As the JVM stack's broker (src/stack/services.ts, KAFKA_SETTINGS): tests may deny a topic.
+      KAFKA_AUTHORIZER_CLASS_NAME: 'org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+      KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND: 'true',
     })
     .withWaitStrategy(Wait.forLogMessage(/Kafka Server started/))
     .start();

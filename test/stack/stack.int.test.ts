@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { isAlive } from '../../src/stack/process.ts';
-import { KAFKA_JVM_PERFORMANCE_OPTS } from '../../src/stack/services.ts';
+import { KAFKA_JVM_PERFORMANCE_OPTS, KAFKA_SETTINGS_ID } from '../../src/stack/services.ts';
+import { findRunningStack } from '../../src/stack/stack.ts';
 
 const cli = fileURLToPath(new URL('../../src/stack/cli.ts', import.meta.url));
 
@@ -32,7 +33,7 @@ async function gone(pids: number[], withinMs: number): Promise<boolean> {
 }
 
 describe('the local stack launcher', () => {
-  it('reuses a running stack on a second up, and leaves no JVM after down', async () => {
+  it('reuses a running stack on a second up, not one started with other broker settings, and leaves no JVM after down', async () => {
     const state = join(mkdtempSync(join(tmpdir(), 'fraudlink-stack-')), 'state.json');
     onTestFinished(() => stackCli(['--state', state, 'down']).then(() => {}));
     const first = await stackCli(['--state', state, 'up']);
@@ -48,7 +49,22 @@ describe('the local stack launcher', () => {
       brokers: first.json.brokers,
       kafkaPid: first.json.kafkaPid,
     });
-    expect((await stackCli(['--state', state, 'status'])).json.running).toBe(true);
+    expect((await stackCli(['--state', state, 'status'])).json).toMatchObject({
+      running: true,
+      outdated: false,
+      kafkaSettings: KAFKA_SETTINGS_ID,
+    });
+    // As an older fraudlink recorded it: its broker's settings (no authorizer) are not today's.
+    const recorded = JSON.parse(readFileSync(state, 'utf8')) as Record<string, unknown>;
+    writeFileSync(state, JSON.stringify({ ...recorded, kafkaSettings: undefined }));
+    const outdated = await stackCli(['--state', state, 'up']);
+    expect(outdated.code).toBe(1);
+    expect(outdated.json).toEqual({});
+    expect(await findRunningStack(state)).toBeUndefined();
+    expect((await stackCli(['--state', state, 'status'])).json).toMatchObject({
+      running: true,
+      outdated: true,
+    });
     const pids = [first.json.kafkaPid, first.json.registryPid] as number[];
     const down = await stackCli(['--state', state, 'down']);
     expect(down.json.stopped).toBe(true);
