@@ -9,7 +9,9 @@ import { sendRequestOf } from './transaction-v2.ts';
  * as `topicErrors` (`TopicPartitionError`), on every version: kafkajs's own requests and Produce v12
  * (transaction-v2.ts) go through the same Broker method, wrapped here. The error, its type and its
  * retriability are kafkajs's as before. AddPartitionsToTxn answers the partitions it did not get to
- * OPERATION_NOT_ATTEMPTED, which kafkajs may throw first: the refusal is in `topicErrors`.
+ * OPERATION_NOT_ATTEMPTED, which kafkajs may throw first: the refusal is in `topicErrors`. Metadata
+ * answers per topic too: a topic the client may not Describe is TOPIC_AUTHORIZATION_FAILED there,
+ * before any Produce (a send looks its topics up first, and so does `partitionCount`).
  */
 
 const require = createRequire(import.meta.url);
@@ -17,6 +19,7 @@ const kafkajsPath = (p: string) => require.resolve(`@fraudlink/kafkajs/src/${p}`
 
 export interface TopicPartitionError {
   topic: string;
+  /** -1 for a topic's own error in a Metadata answer. */
   partition: number;
   /** Kafka's error type, e.g. TOPIC_AUTHORIZATION_FAILED. */
   type: string;
@@ -32,21 +35,29 @@ interface ProtocolRequest {
 }
 type Send = (this: unknown, request: ProtocolRequest) => Promise<unknown>;
 
-/** Produce (0) and AddPartitionsToTxn (24). */
-const PER_PARTITION_APIS = new Set([0, 24]);
+/** Produce (0), Metadata (3) and AddPartitionsToTxn (24). */
+const PER_PARTITION_APIS = new Set([0, 3, 24]);
 
-/** Produce responses list `topics[].partitions[]`, AddPartitionsToTxn `errors[].partitionErrors[]`. */
+/**
+ * Produce responses list `topics[].partitions[]`, AddPartitionsToTxn `errors[].partitionErrors[]`,
+ * Metadata `topicMetadata[]` with an error of each topic's own.
+ */
 interface PerPartitionResponse {
   topics?: { topicName: string | null; partitions: { partition: number; errorCode: number }[] }[];
   errors?: { topic: string; partitionErrors: { partition: number; errorCode: number }[] }[];
+  topicMetadata?: { topic: string; topicErrorCode: number }[];
 }
 
-/** The failing partitions of a decoded Produce or AddPartitionsToTxn response. */
+/** The failing partitions of a decoded Produce or AddPartitionsToTxn response, or topics of a Metadata one. */
 export function topicErrorsOf(data: unknown, errors: ErrorModule): TopicPartitionError[] {
   const response = data as PerPartitionResponse;
   const entries = [
     ...(response.topics ?? []).map((t) => ({ topic: t.topicName ?? '', partitions: t.partitions })),
     ...(response.errors ?? []).map((t) => ({ topic: t.topic, partitions: t.partitionErrors })),
+    ...(response.topicMetadata ?? []).map((t) => ({
+      topic: t.topic,
+      partitions: [{ partition: -1, errorCode: t.topicErrorCode }],
+    })),
   ];
   return entries.flatMap(({ topic, partitions }) =>
     partitions

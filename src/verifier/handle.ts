@@ -7,12 +7,14 @@ import {
   type IncomingRecord,
   isSchemaRefusal,
   type OutgoingRecord,
+  refusedTopicsOf,
   type SchemaRegistryClient,
 } from '../kafka/index.ts';
 import { type Logger, maskIban } from '../logger.ts';
 import { unlessAborted } from '../retry.ts';
 import { SchemaNames } from '../schemas.ts';
 import type { VerifierMetrics } from './metrics.ts';
+import type { RefusedReplyTopics } from './refused-topics.ts';
 import { completed, failed, toJson, type VerificationResult } from './reply.ts';
 import {
   correlationIdOf,
@@ -45,6 +47,11 @@ export interface HandlerDeps {
   metrics: VerifierMetrics;
   logger: Logger;
   now?: () => number;
+  /**
+   * Custom reply topics the broker refuses the verifier (refused-topics.ts): their replies go to the
+   * default topic. A topic whose metadata the broker refuses (no Describe ACL) is added.
+   */
+  refusedReplyTopics?: RefusedReplyTopics;
 }
 
 type Parsed = Validated | { ok: false; code: string; message: string; unreadable: true };
@@ -78,6 +85,41 @@ function requestHeaders(record: IncomingRecord): Record<string, Buffer> {
   return headers;
 }
 
+/**
+ * A custom reply topic's partition count (0: no such topic), or undefined when the broker refuses
+ * the verifier that topic, counted and logged: lately (refusedReplyTopics), or now its metadata,
+ * which Kafka refuses with TOPIC_AUTHORIZATION_FAILED to a client that may not Describe the topic,
+ * before any Produce. Remembered then, as a refused transaction is.
+ */
+async function customTopicPartitions(
+  topic: string,
+  requestId: string,
+  deps: HandlerDeps,
+  partitionCount: (topic: string) => Promise<number>,
+): Promise<number | undefined> {
+  const { metrics, logger, refusedReplyTopics: refused } = deps;
+  if (refused?.has(topic)) {
+    metrics.refusedReplyTopics.inc();
+    logger.warn(
+      { requestId, refused: topic },
+      'kafka_replyTopic refused by the broker lately; replying on the default topic',
+    );
+    return undefined;
+  }
+  try {
+    return await partitionCount(topic);
+  } catch (err) {
+    if (!refusedTopicsOf(err).includes(topic)) throw err;
+    refused?.refuse(topic);
+    metrics.refusedReplyTopics.inc();
+    logger.warn(
+      { err, requestId, refused: topic, refusedForMs: refused?.ttlMs },
+      "the broker refuses kafka_replyTopic's metadata (no Describe ACL for the verifier); replying on the default topic",
+    );
+    return undefined;
+  }
+}
+
 /** The reply record: routed by `kafka_replyTopic`/`kafka_replyPartition`, in the request's format. */
 async function replyRecord(
   record: IncomingRecord,
@@ -104,13 +146,18 @@ async function replyRecord(
       { requestId, refused: route.refusedTopic },
       'kafka_replyTopic refused (not in VERIFY_REPLY_TOPICS, or an input topic of the verifier); replying on the default topic',
     );
-  } else if (route.topic !== config.repliesTopic && (await partitionCount(route.topic)) === 0) {
-    logger.warn(
-      { requestId, topic: route.topic },
-      'reply topic does not exist; replying on the default topic',
-    );
-    route.topic = config.repliesTopic;
-    delete route.partition;
+  } else if (route.topic !== config.repliesTopic) {
+    const partitions = await customTopicPartitions(route.topic, requestId, deps, partitionCount);
+    if (partitions === 0) {
+      logger.warn(
+        { requestId, topic: route.topic },
+        'reply topic does not exist; replying on the default topic',
+      );
+    }
+    if (!partitions) {
+      route.topic = config.repliesTopic;
+      delete route.partition;
+    }
   }
   if (route.partition !== undefined) {
     // kafkajs silently leaves out a record for a partition the topic lacks, and the transaction

@@ -92,7 +92,8 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   const openProducer = (transactionalId: string) =>
     deps.kafka.transactionalProducer({ transactionalId, transactionTimeoutMs: 15_000 });
   let turn = 0;
-  const refusedTopics = new RefusedReplyTopics(REFUSED_REPLY_TOPIC_MS);
+  const refusedTopics = deps.refusedReplyTopics ?? new RefusedReplyTopics(REFUSED_REPLY_TOPIC_MS);
+  const handlerDeps: HandlerDeps = { ...deps, refusedReplyTopics: refusedTopics };
   let stopping = false;
   let joined = false;
   /**
@@ -249,7 +250,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
           slots.release();
           continue;
         }
-        const work = handleRequest(record, deps, abandon.signal)
+        const work = handleRequest(record, handlerDeps, abandon.signal)
           .then((records) => {
             // false: the partition was reassigned meanwhile, and its new owner answers this request.
             if (progress.complete(dispatched, records)) commits.request();

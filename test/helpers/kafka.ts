@@ -1,4 +1,4 @@
-import { onTestFinished } from 'vitest';
+import { onTestFinished, vi } from 'vitest';
 import { loadReplayConfig } from '../../src/config/index.ts';
 import {
   createKafkaClient,
@@ -6,6 +6,7 @@ import {
   type IncomingRecord,
   type KafkaClient,
 } from '../../src/kafka/index.ts';
+import kafkajs from '../../src/kafka/kafkajs.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { stackEnv, uniqueName } from './stack.ts';
 
@@ -33,6 +34,62 @@ export async function testTopics(
     await admin.close();
   });
   return topics;
+}
+
+/**
+ * Denies the client without credentials (User:ANONYMOUS: every client of the test stack)
+ * `operations` on `topic` with ACLs, removed when the test ends (before the topics made earlier in
+ * the test are deleted, which the ACLs would refuse). The stack's broker allows what no ACL names
+ * (src/stack/services.ts); on a topic with ACLs StandardAuthorizer refuses every operation none
+ * allows. Resolves once the broker applies them. kafkajs directly: fraudlink manages no ACL.
+ */
+export async function denyTopic(topic: string, operations: ('DESCRIBE' | 'WRITE')[]): Promise<void> {
+  const { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } = kafkajs;
+  const admin = new kafkajs.Kafka({
+    brokers: stackEnv().KAFKA_BROKERS.split(','),
+    logLevel: kafkajs.logLevel.NOTHING,
+  }).admin();
+  await admin.connect();
+  const resource = {
+    resourceType: AclResourceTypes.TOPIC,
+    resourceName: topic,
+    resourcePatternType: ResourcePatternTypes.LITERAL,
+  };
+  const entries = operations.map((op) => ({
+    ...resource,
+    principal: 'User:ANONYMOUS',
+    host: '*',
+    operation: AclOperationTypes[op],
+    permissionType: AclPermissionTypes.DENY,
+  }));
+  const all = { ...resource, operation: AclOperationTypes.ANY, permissionType: AclPermissionTypes.ANY };
+  try {
+    await admin.createAcls({ acl: entries });
+  } catch (err) {
+    await admin.disconnect();
+    if ((err as { type?: string }).type !== 'SECURITY_DISABLED') throw err;
+    throw new Error(
+      'the test broker runs no authorizer: a stack an older fraudlink started, or one given through ' +
+        'KAFKA_BROKERS; restart it (npm run stack -- down, then up) or point the tests at a current one',
+      { cause: err },
+    );
+  }
+  onTestFinished(async () => {
+    try {
+      await admin.deleteAcls({ filters: [all] });
+    } finally {
+      await admin.disconnect();
+    }
+  });
+  // The broker answers DescribeAcls from its authorizer: listed there, the ACLs are enforced.
+  await vi.waitFor(
+    async () => {
+      const { resources } = await admin.describeAcls(all);
+      if ((resources[0]?.acls.length ?? 0) < entries.length)
+        throw new Error(`ACLs on ${topic} not applied yet`);
+    },
+    { timeout: 30_000, interval: 50 },
+  );
 }
 
 export interface Collector {

@@ -11,6 +11,7 @@ const Broker = require('@fraudlink/kafkajs/src/broker/index.js') as new (
   versions: object | null;
   produce(args: object): Promise<unknown>;
   addPartitionsToTxn(args: object): Promise<unknown>;
+  metadata(topics: string[]): Promise<unknown>;
 };
 const { lookup } = require('@fraudlink/kafkajs/src/protocol/requests/index.js') as {
   lookup(versions: object): unknown;
@@ -26,8 +27,13 @@ function brokerAnswering(data: unknown) {
     },
   };
   const broker = new Broker({ connectionPool, logger });
-  // Produce v7 and AddPartitionsToTxn v1: kafkajs's own versions, as on transaction protocol v1.
-  broker.versions = { 0: { minVersion: 3, maxVersion: 7 }, 24: { minVersion: 0, maxVersion: 1 } };
+  // Produce v7, Metadata v6 and AddPartitionsToTxn v1: kafkajs's own versions, as on transaction
+  // protocol v1.
+  broker.versions = {
+    0: { minVersion: 3, maxVersion: 7 },
+    3: { minVersion: 0, maxVersion: 6 },
+    24: { minVersion: 0, maxVersion: 1 },
+  };
   return Object.assign(broker, { lookupRequest: lookup(broker.versions) });
 }
 
@@ -37,7 +43,7 @@ const failure = (call: Promise<unknown>) =>
     (err: unknown) => err,
   );
 
-describe('produce errors naming their topic partitions', () => {
+describe('produce and metadata errors naming their topic partitions', () => {
   it('names the topic a transaction may not write to, though kafkajs throws another partition OPERATION_NOT_ATTEMPTED first', async () => {
     const broker = brokerAnswering({
       throttleTime: 0,
@@ -78,5 +84,31 @@ describe('produce errors naming their topic partitions', () => {
     expect(refusedTopicsOf(tooLarge)).toEqual(['replies.small']);
     // NOT_ENOUGH_REPLICAS: the cluster's trouble, not the topic's refusal.
     expect(refusedTopicsOf(await produced([{ topic: 'replies', errorCode: 19 }]))).toEqual([]);
+  });
+
+  it('names the topic whose metadata the broker refuses (no Describe ACL), as a send or a partition count asks it first', async () => {
+    const looked = (topics: { topic: string; topicErrorCode: number }[]) =>
+      failure(
+        brokerAnswering({
+          throttleTime: 0,
+          brokers: [],
+          clusterId: 'c',
+          controllerId: 1,
+          topicMetadata: topics.map((t) => ({ ...t, isInternal: false, partitionMetadata: [] })),
+        }).metadata(topics.map((t) => t.topic)),
+      );
+    const refused = await looked([
+      { topic: 'replies', topicErrorCode: 0 },
+      { topic: 'replies.team-a', topicErrorCode: 29 },
+    ]);
+    expect(refused).toMatchObject({
+      type: 'TOPIC_AUTHORIZATION_FAILED',
+      topicErrors: [{ topic: 'replies.team-a', partition: -1, type: 'TOPIC_AUTHORIZATION_FAILED' }],
+    });
+    expect(refusedTopicsOf(toKafkaError(refused, 'fetch metadata of replies.team-a'))).toEqual([
+      'replies.team-a',
+    ]);
+    // LEADER_NOT_AVAILABLE: a topic being created, not refused.
+    expect(refusedTopicsOf(await looked([{ topic: 'replies', topicErrorCode: 5 }]))).toEqual([]);
   });
 });

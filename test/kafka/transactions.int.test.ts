@@ -5,7 +5,7 @@ import { hasErrorType, oversizeTopicsOf, refusedTopicsOf } from '../../src/kafka
 import type { GroupMembership } from '../../src/kafka/index.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 import { keepTransactionProtocolV1, releaseTransactionProtocol } from '../../src/kafka/transaction-v2.ts';
-import { collect, testClients, testTopics } from '../helpers/kafka.ts';
+import { collect, denyTopic, testClients, testTopics } from '../helpers/kafka.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';
 
 const text = (b: Buffer | null) => b?.toString() ?? null;
@@ -246,6 +246,25 @@ describe('transactional producer on a real broker', () => {
       expect(seen).toEqual([]);
     });
   }
+
+  it('names the topic of a transaction whose metadata the broker refuses (no Describe ACL), nothing committed', async () => {
+    const { kafka } = testClients();
+    const [open = '', denied = ''] = await testTopics(kafka, ['tx-open', 'tx-denied']);
+    await denyTopic(denied, ['DESCRIBE', 'WRITE']);
+    const producer = await kafka.transactionalProducer({ transactionalId: uniqueName('tx-denied') });
+    onTestFinished(() => producer.close());
+    const records = [open, denied].map((topic) => ({ topic, key: 'k', value: Buffer.alloc(10) }));
+    // kafkajs looks a send's topics up before any Produce: Metadata refuses this one.
+    const failed = await producer.transaction(records).then(
+      () => new Error('committed'),
+      (err: unknown) => err,
+    );
+    expect(hasErrorType(failed, 'TOPIC_AUTHORIZATION_FAILED')).toBe(true);
+    expect(refusedTopicsOf(failed)).toEqual([denied]);
+    const seen: unknown[] = [];
+    await kafka.readTopic(open, (read) => void seen.push(...read));
+    expect(seen).toEqual([]);
+  });
 
   it('fences the first producer when a second one starts with the same transactional id', async () => {
     const { kafka } = testClients();

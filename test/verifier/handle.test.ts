@@ -14,6 +14,7 @@ import { createLogger, silentLogger } from '../../src/logger.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { type HandlerDeps, handleRequest } from '../../src/verifier/handle.ts';
 import { createVerifierMetrics } from '../../src/verifier/metrics.ts';
+import { RefusedReplyTopics } from '../../src/verifier/refused-topics.ts';
 import { logCapture } from '../helpers/log.ts';
 
 const IBAN = 'DE89370400440532013000';
@@ -132,6 +133,60 @@ describe('handleRequest reply routing', () => {
     await asked.promise;
     stop.abort();
     expect(await handling).toEqual([]);
+  });
+});
+
+describe('handleRequest when the broker refuses a reply topic', () => {
+  const teamA = 'vop.verification.replies.team-a';
+  /** kafkajs's Metadata refusal of a topic the verifier may not Describe, its topic named (topic-errors.ts). */
+  const metadataRefused = () =>
+    Object.assign(new Error('Not authorized to access topics: [Topic authorization failed]'), {
+      type: 'TOPIC_AUTHORIZATION_FAILED',
+      topicErrors: [{ topic: teamA, partition: -1, type: 'TOPIC_AUTHORIZATION_FAILED' }],
+    });
+
+  it("replies on the default topic when the broker refuses the reply topic's metadata (no Describe ACL), and remembers the topic", async () => {
+    const looked: string[] = [];
+    const refused = new RefusedReplyTopics(60_000);
+    const metrics = createVerifierMetrics(new Registry());
+    const out = logCapture();
+    const handlerDeps = deps({
+      partitionCount: async (topic) => {
+        looked.push(topic);
+        throw metadataRefused();
+      },
+      refusedReplyTopics: refused,
+      metrics,
+      logger: createLogger({ level: 'warn', destination: out.stream }),
+    });
+    const asking = jsonRequest({ kafka_replyTopic: Buffer.from(teamA) });
+    const [first] = await handleRequest(asking, handlerDeps);
+    expect(first?.topic).toBe(config.verifier.repliesTopic);
+    expect(refused.has(teamA)).toBe(true);
+    // Remembered: the next request's reply goes there without a lookup.
+    const [second] = await handleRequest(asking, handlerDeps);
+    expect(second?.topic).toBe(config.verifier.repliesTopic);
+    expect(looked).toEqual([teamA]);
+    expect((await metrics.refusedReplyTopics.get()).values[0]?.value).toBe(2);
+    expect(out.lines.map((l) => [l.msg, l.refused])).toEqual([
+      [
+        "the broker refuses kafka_replyTopic's metadata (no Describe ACL for the verifier); replying on the default topic",
+        teamA,
+      ],
+      ['kafka_replyTopic refused by the broker lately; replying on the default topic', teamA],
+    ]);
+  });
+
+  it('stops (rejects) when the lookup fails otherwise, rather than moving the reply', async () => {
+    const unreachable = new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9092');
+    const handling = handleRequest(
+      jsonRequest({ kafka_replyTopic: Buffer.from(teamA) }),
+      deps({
+        partitionCount: async () => Promise.reject(unreachable),
+        refusedReplyTopics: new RefusedReplyTopics(60_000),
+      }),
+    );
+    await expect(handling).rejects.toBe(unreachable);
   });
 });
 

@@ -6,7 +6,7 @@ import { batchBytes, type Producer } from '../../src/kafka/index.ts';
 import type { SandboxOptions } from '../../src/sandbox/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { runCli } from '../helpers/cli.ts';
-import { collect } from '../helpers/kafka.ts';
+import { collect, denyTopic } from '../helpers/kafka.ts';
 import { header, replyPartitionHeader, verifierHarness } from './harness.ts';
 
 const IBAN = 'DE89370400440532013000';
@@ -49,6 +49,16 @@ function jsonRequest(topic: string, requestId: string, requestedAt: number, dead
     key: requestId,
     value: Buffer.from(JSON.stringify({ requestId, iban: IBAN, partyName: 'Anna Schmidt', requestedAt })),
     headers: { 'content-type': 'application/json', 'vop-deadline': String(deadline) },
+  };
+}
+
+/** A JSON request on partition 0, made at `now` and due two minutes later, for `replyTopic` if given. */
+function onPartitionZero(topic: string, requestId: string, now: number, replyTopic?: string) {
+  const request = jsonRequest(topic, requestId, now, now + 120_000);
+  return {
+    ...request,
+    partition: 0,
+    headers: { ...request.headers, ...(replyTopic && { kafka_replyTopic: replyTopic }) },
   };
 }
 
@@ -257,14 +267,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     );
     const { requestsTopic } = h.config.verifier;
     const now = Date.now();
-    const json = (id: string, replyTopic?: string) => {
-      const request = jsonRequest(requestsTopic, id, now, now + 120_000);
-      return {
-        ...request,
-        partition: 0,
-        headers: { ...request.headers, ...(replyTopic && { kafka_replyTopic: replyTopic }) },
-      };
-    };
+    const json = (id: string, replyTopic?: string) => onPartitionZero(requestsTopic, id, now, replyTopic);
     // One partition: the requests of every requester commit in the same transactions.
     await producer.send([
       json('small-json', small),
@@ -311,6 +314,35 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     const written: unknown[] = [];
     await h.kafka.readTopic(small, (records) => void written.push(...records));
     expect(written).toEqual([]);
+  });
+
+  it('moves the replies to a requester topic the verifier may not even Describe (ACL) to the default topic, and keeps serving every requester', async () => {
+    const { h, producer, replies, verifier } = await runningVerifier();
+    const denied = `${h.prefix}.replies.denied`;
+    await h.admin.provisionTopics([{ topic: denied, partitions: 1, replicationFactor: 1, configs: {} }]);
+    onTestFinished(() => h.admin.deleteTopics([denied]).catch(() => {}));
+    // Kafka refuses the Metadata of such a topic (TOPIC_AUTHORIZATION_FAILED) before any Produce.
+    await denyTopic(denied, ['DESCRIBE', 'WRITE']);
+    const { requestsTopic } = h.config.verifier;
+    const now = Date.now();
+    const json = (id: string, replyTopic?: string) => onPartitionZero(requestsTopic, id, now, replyTopic);
+    await producer.send([json('denied-1', denied), json('default-1')]);
+    const exited = verifier.exited.then((code) => Promise.reject(new Error(`the verifier exited (${code})`)));
+    const keys = (records: { key: Buffer | null }[]) => records.map((r) => r.key?.toString()).sort();
+    expect(keys(await Promise.race([replies.until((r) => r.length >= 2), exited]))).toEqual([
+      'default-1',
+      'denied-1',
+    ]);
+    // Remembered: a later request for it goes to the default topic without asking again.
+    await producer.send([json('denied-2', denied)]);
+    expect(keys(await Promise.race([replies.until((r) => r.length >= 3), exited]))).toContain('denied-2');
+    await expect
+      .poll(() => h.admin.groupOffsets(h.config.verifier.groupId, requestsTopic), { timeout: 30_000 })
+      .toContainEqual({ partition: 0, offset: '3' });
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+    expect(verifier.stderr().match(/the broker refuses kafka_replyTopic's metadata/g)).toHaveLength(1);
+    expect(verifier.stderr()).toContain('kafka_replyTopic refused by the broker lately');
   });
 
   it('replies by key, with a warning, when kafka_replyPartition names a partition the reply topic does not have', async () => {
