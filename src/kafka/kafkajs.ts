@@ -17,9 +17,9 @@ import type { OutgoingRecord } from './types.ts';
  * Kafka's transaction protocol v2 (11), its error codes since kafkajs (12), a hook before a
  * consumer joins its group (13), stable committed offsets (14), a send refused before any request
  * when one partition's records outgrow a record batch (15), Kafka's Snappy, LZ4 and ZSTD codecs
- * (16, codecs.ts) and produce errors that name their topic partitions (17, topic-errors.ts). The
- * producer fixes leave the bytes on the wire unchanged (test/kafka/kafkajs-fixes.test.ts compares
- * them with the original code's).
+ * (16, codecs.ts) and Produce, AddPartitionsToTxn and Metadata errors that name their topic
+ * partitions (17, topic-errors.ts). The producer fixes leave the bytes on the wire unchanged
+ * (test/kafka/kafkajs-fixes.test.ts compares them with the original code's).
  *
  * 1. Aborted records of interleaved transactions. kafkajs's `filterAbortedMessages` switches on at
  * most ONE aborted transaction per message: when a fetch starts after the first offsets of two
