@@ -58,9 +58,13 @@ async function movedToDefaultTopic(
   why: string,
 ): Promise<OutgoingRecord[]> {
   const { repliesTopic, dlqTopic } = deps.config;
+  const moves = (record: OutgoingRecord) =>
+    record.topic !== repliesTopic && record.topic !== dlqTopic && refused(record.topic);
+  // Every commit passes here: most move nothing, and keep their records as they are.
+  if (!records.some(moves)) return records;
   return Promise.all(
     records.map(async (record) => {
-      if (record.topic === repliesTopic || record.topic === dlqTopic || !refused(record.topic)) return record;
+      if (!moves(record)) return record;
       const { partition: _, ...moved } = record;
       moved.topic = repliesTopic;
       if (String(record.headers?.['content-type']) !== 'application/json') {
