@@ -112,15 +112,15 @@ function validated<S extends z.ZodType>(schema: S, value: unknown, context: Requ
 }
 
 /**
- * The typed client of the upstream service: one keep-alive dispatcher, retries at this one layer
- * (callers do not wrap it again), every failure a typed error from the error model.
- */
-/**
  * An alert id that cannot go into the path: `.` and `..` are dot segments there, which URL parsers
  * and normalising routers resolve to another endpoint (`%2E` is read as a dot too).
  */
 export const isDotSegment = (id: string): boolean => id === '.' || id === '..';
 
+/**
+ * The typed client of the upstream service: one keep-alive dispatcher, retries at this one layer
+ * (callers do not wrap it again), every failure a typed error from the error model.
+ */
 export function createApiClient(options: ApiClientOptions): ApiClient {
   if (!/^https?:$/.test(URL.parse(options.baseUrl)?.protocol ?? '')) {
     throw new TypeError(
