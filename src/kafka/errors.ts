@@ -78,17 +78,27 @@ const TOPIC_REFUSALS = new Set([
   'INVALID_TIMESTAMP',
 ]);
 
+/** Each topic that refused `err`'s records for good (TOPIC_REFUSALS), with the refusals it answered. */
+function topicRefusals(err: unknown): Map<string, Set<string>> {
+  const refusals = new Map<string, Set<string>>();
+  for (const e of chain(err)) {
+    const { topicErrors } = e as { topicErrors?: TopicPartitionError[] };
+    for (const t of topicErrors ?? []) {
+      if (!TOPIC_REFUSALS.has(t.type)) continue;
+      const types = refusals.get(t.topic) ?? new Set<string>();
+      types.add(t.type);
+      refusals.set(t.topic, types);
+    }
+  }
+  return refusals;
+}
+
 /**
  * The topics that refused a failed send or transaction's records for good (see TOPIC_REFUSALS), as
  * the broker named them (topic-errors.ts); empty when the failure is not such a refusal.
  */
 export function refusedTopicsOf(err: unknown): string[] {
-  const topics = new Set<string>();
-  for (const e of chain(err)) {
-    const { topicErrors } = e as { topicErrors?: TopicPartitionError[] };
-    for (const t of topicErrors ?? []) if (TOPIC_REFUSALS.has(t.type)) topics.add(t.topic);
-  }
-  return [...topics];
+  return [...topicRefusals(err).keys()];
 }
 
 const OVERSIZE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
@@ -99,17 +109,9 @@ const OVERSIZE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
  * records may be refused where each record alone would not (SendOptions.unbatchedTopics).
  */
 export function oversizeTopicsOf(err: unknown): string[] {
-  const types = new Map<string, Set<string>>();
-  for (const e of chain(err)) {
-    const { topicErrors } = e as { topicErrors?: TopicPartitionError[] };
-    for (const t of topicErrors ?? []) {
-      if (!TOPIC_REFUSALS.has(t.type)) continue;
-      const seen = types.get(t.topic) ?? new Set<string>();
-      seen.add(t.type);
-      types.set(t.topic, seen);
-    }
-  }
-  return [...types].filter(([, seen]) => [...seen].every((t) => OVERSIZE.has(t))).map(([topic]) => topic);
+  return [...topicRefusals(err)]
+    .filter(([, types]) => [...types].every((t) => OVERSIZE.has(t)))
+    .map(([topic]) => topic);
 }
 
 /** kafkajs errors into the project's model: fencing is FencedError, the rest KafkaError keeping kafkajs's verdict. */
