@@ -7,6 +7,7 @@ import type * as Snappy from 'snappy';
 import type { KafkaCompression } from '../config/index.ts';
 import { KafkaError } from '../errors.ts';
 import { type DecompressionBudget, fetchBudget } from './fetch-budget.ts';
+import { kafkajsPath } from './kafkajs-path.ts';
 
 /**
  * Kafka's compression codecs for kafkajs, which decodes only gzip itself: a record batch compressed
@@ -67,7 +68,7 @@ let lz4: typeof Lz4 | undefined;
 let snappy: typeof Snappy | undefined;
 const lz4Module = () => (lz4 ??= require('lz4-napi') as typeof Lz4);
 const snappyModule = () => (snappy ??= require('snappy') as typeof Snappy);
-const { KafkaJSPartialMessageError } = require('@fraudlink/kafkajs/src/errors.js') as {
+const { KafkaJSPartialMessageError } = require(kafkajsPath('errors.js')) as {
   KafkaJSPartialMessageError: new (message: string) => Error;
 };
 

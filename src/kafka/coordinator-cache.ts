@@ -8,6 +8,7 @@
 // a transaction step forgets every cached coordinator at once (forgetCoordinators), so kafkajs's own
 // retries and the next transaction look up afresh.
 import { createRequire } from 'node:module';
+import { kafkajsPath } from './kafkajs-path.ts';
 
 const COORDINATOR_TTL_MS = 1000;
 
@@ -26,7 +27,7 @@ export function forgetCoordinators(): void {
 /** Installs the cache on kafkajs's Cluster class; idempotent. */
 export function cacheCoordinatorLookups(): void {
   const require = createRequire(import.meta.url);
-  const Cluster = require('@fraudlink/kafkajs/src/cluster/index.js') as {
+  const Cluster = require(kafkajsPath('cluster/index.js')) as {
     prototype: Record<string, unknown>;
   };
   const original = Cluster.prototype.findGroupCoordinatorMetadata as CoordinatorLookup | undefined;

@@ -1,6 +1,7 @@
 import assert from 'node:assert';
 import { createRequire } from 'node:module';
 import { forgetCoordinators } from './coordinator-cache.ts';
+import { kafkajsPath } from './kafkajs-path.ts';
 import {
   type EndTxnV5Result,
   memberTxnOffsetCommitVersion,
@@ -45,7 +46,6 @@ import type { GroupMembership } from './types.ts';
  */
 
 const require = createRequire(import.meta.url);
-const kafkajsPath = (p: string) => require.resolve(`@fraudlink/kafkajs/src/${p}`);
 
 export const eosManagerModulePath = kafkajsPath('producer/eosManager/index.js');
 

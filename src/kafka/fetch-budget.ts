@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
+import { kafkajsPath } from './kafkajs-path.ts';
 
 /**
  * A decompression budget per fetch response (codecs.ts spends it). kafkajs decodes a fetch response
@@ -33,7 +34,7 @@ export function withDecompressionBudget<T>(maxBytes: number, decode: () => Promi
 }
 
 const require = createRequire(import.meta.url);
-export const fetchModulePath = require.resolve('@fraudlink/kafkajs/src/protocol/requests/fetch/index.js');
+export const fetchModulePath = kafkajsPath('protocol/requests/fetch/index.js');
 
 interface FetchResponse {
   decode(raw: Buffer): Promise<unknown>;

@@ -5,6 +5,7 @@ import { createEosManager, eosManagerModulePath } from './eos-manager.ts';
 import { KAFKA_ERROR_CODES_AFTER_KAFKAJS } from './error-codes.ts';
 import { hasErrorName } from './errors.ts';
 import { installFetchDecompressionBudget } from './fetch-budget.ts';
+import { kafkajsPath } from './kafkajs-path.ts';
 import { MAX_SEND_BYTES, recordBytes } from './records.ts';
 import { installTopicErrors } from './topic-errors.ts';
 import { installStableOffsetFetch, installTransactionV2 } from './transaction-v2.ts';
@@ -166,27 +167,15 @@ type Grouper = (args: {
   partitioner: (args: { topic: string; partitionMetadata: unknown[]; message: unknown }) => number;
 }) => Record<number, unknown[]>;
 
-export const encoderModulePath = require.resolve('@fraudlink/kafkajs/src/protocol/encoder.js');
-export const groupModulePath = require.resolve(
-  '@fraudlink/kafkajs/src/producer/groupMessagesPerPartition.js',
-);
-export const abortFilterModulePath = require.resolve(
-  '@fraudlink/kafkajs/src/consumer/filterAbortedMessages.js',
-);
-export const murmur2ModulePath = require.resolve(
-  '@fraudlink/kafkajs/src/producer/partitioners/default/murmur2.js',
-);
-export const partitionerModulePath = require.resolve(
-  '@fraudlink/kafkajs/src/producer/partitioners/legacy/partitioner.js',
-);
-export const recordModulePath = require.resolve(
-  '@fraudlink/kafkajs/src/protocol/recordBatch/record/v0/index.js',
-);
-export const requestModulePath = require.resolve('@fraudlink/kafkajs/src/protocol/request.js');
-export const recordDecoderModulePath = require.resolve(
-  '@fraudlink/kafkajs/src/protocol/recordBatch/record/v0/decoder.js',
-);
-export const requestQueueModulePath = require.resolve('@fraudlink/kafkajs/src/network/requestQueue/index.js');
+export const encoderModulePath = kafkajsPath('protocol/encoder.js');
+export const groupModulePath = kafkajsPath('producer/groupMessagesPerPartition.js');
+export const abortFilterModulePath = kafkajsPath('consumer/filterAbortedMessages.js');
+export const murmur2ModulePath = kafkajsPath('producer/partitioners/default/murmur2.js');
+export const partitionerModulePath = kafkajsPath('producer/partitioners/legacy/partitioner.js');
+export const recordModulePath = kafkajsPath('protocol/recordBatch/record/v0/index.js');
+export const requestModulePath = kafkajsPath('protocol/request.js');
+export const recordDecoderModulePath = kafkajsPath('protocol/recordBatch/record/v0/decoder.js');
+export const requestQueueModulePath = kafkajsPath('network/requestQueue/index.js');
 
 /** kafkajs's request framing (protocol/request.js): size, header and the request's own payload. */
 export type RequestFramer = (args: {
@@ -524,9 +513,9 @@ function installPartitioning(): void {
   if (originals.createPartitioner) return;
   originals.murmur2 = require(murmur2ModulePath) as (key: unknown) => number;
   originals.createPartitioner = require(partitionerModulePath) as PartitionerFactory;
-  const randomBytes = require(
-    require.resolve('@fraudlink/kafkajs/src/producer/partitioners/legacy/randomBytes.js'),
-  ) as (size: number) => Buffer;
+  const randomBytes = require(kafkajsPath('producer/partitioners/legacy/randomBytes.js')) as (
+    size: number,
+  ) => Buffer;
   // kafkajs's partitioner (legacy/partitioner.js) with the same rules, the same random start per
   // topic and the same round robin; the list of available partitions is built only when used.
   const createPartitioner: PartitionerFactory = (hash) => () => {
@@ -735,10 +724,10 @@ function installNumericRecordDecoding(): void {
   if (originals.decodeRecord) return;
   const original = require(recordDecoderModulePath) as RecordDecoder;
   originals.decodeRecord = original;
-  const HeaderDecoder = require(
-    require.resolve('@fraudlink/kafkajs/src/protocol/recordBatch/header/v0/decoder.js'),
-  ) as (decoder: DecoderInstance) => { key: string; value: Buffer | null };
-  const TimestampTypes = require(require.resolve('@fraudlink/kafkajs/src/protocol/timestampTypes.js')) as {
+  const HeaderDecoder = require(kafkajsPath('protocol/recordBatch/header/v0/decoder.js')) as (
+    decoder: DecoderInstance,
+  ) => { key: string; value: Buffer | null };
+  const TimestampTypes = require(kafkajsPath('protocol/timestampTypes.js')) as {
     LOG_APPEND_TIME: number;
   };
   const baseOffset = safeIntegerCache();
@@ -844,11 +833,9 @@ function installRequestQueueWithoutLoop(): void {
   };
 }
 
-export const errorModulePath = require.resolve('@fraudlink/kafkajs/src/protocol/error.js');
-const consumerGroupModulePath = require.resolve('@fraudlink/kafkajs/src/consumer/consumerGroup.js');
-const roundRobinModulePath = require.resolve(
-  '@fraudlink/kafkajs/src/consumer/assigners/roundRobinAssigner/index.js',
-);
+export const errorModulePath = kafkajsPath('protocol/error.js');
+const consumerGroupModulePath = kafkajsPath('consumer/consumerGroup.js');
+const roundRobinModulePath = kafkajsPath('consumer/assigners/roundRobinAssigner/index.js');
 
 /** 12. kafkajs looks codes up in its exported `errorCodes` array at each error; ours appended once. */
 function installErrorCodes(): void {

@@ -1,10 +1,10 @@
 import { createRequire } from 'node:module';
 import type { ISocketFactory, ISocketFactoryArgs } from '@fraudlink/kafkajs';
+import { kafkajsPath } from './kafkajs-path.ts';
 
 const require = createRequire(import.meta.url);
 // kafkajs's own factory (net or tls connect, TLS servername, 60 s keep-alive); not exported by its index.
-const createDefaultSocketFactory =
-  require('@fraudlink/kafkajs/src/network/socketFactory.js') as () => ISocketFactory;
+const createDefaultSocketFactory = require(kafkajsPath('network/socketFactory.js')) as () => ISocketFactory;
 const defaultSocketFactory = createDefaultSocketFactory();
 
 /**

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { kafkajsPath } from './kafkajs-path.ts';
 import { sendRequestOf } from './transaction-v2.ts';
 
 /**
@@ -15,7 +16,6 @@ import { sendRequestOf } from './transaction-v2.ts';
  */
 
 const require = createRequire(import.meta.url);
-const kafkajsPath = (p: string) => require.resolve(`@fraudlink/kafkajs/src/${p}`);
 
 export interface TopicPartitionError {
   topic: string;

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { kafkajsPath } from './kafkajs-path.ts';
 import type { GroupMembership } from './types.ts';
 
 /**
@@ -83,7 +84,6 @@ interface ProtocolRequest {
   requestTimeout?: number;
 }
 
-const kafkajsPath = (p: string) => require.resolve(`@fraudlink/kafkajs/src/${p}`);
 const apiKeys = require(kafkajsPath('protocol/requests/apiKeys.js')) as Record<string, number>;
 const errors = require(kafkajsPath('protocol/error.js')) as ErrorModule;
 
