@@ -53,6 +53,23 @@ function recordsPerRequest(produce: ProduceSpy): number[] {
   return requests;
 }
 
+/** What a transaction that must fail failed with (an Error saying so when it committed). */
+const failureOf = (transaction: Promise<void>): Promise<Error> =>
+  transaction.then(
+    () => new Error('committed'),
+    (err: unknown) => err as Error,
+  );
+
+/** Every record a read_committed reader sees on `topic` now. */
+async function committedOn(
+  kafka: ReturnType<typeof testClients>['kafka'],
+  topic: string,
+): Promise<unknown[]> {
+  const seen: unknown[] = [];
+  await kafka.readTopic(topic, (read) => void seen.push(...read));
+  return seen;
+}
+
 describe('transactional producer on a real broker', () => {
   it('keeps a transactional send invisible to read_committed readers until commit', async () => {
     const { kafka } = testClients();
@@ -180,10 +197,7 @@ describe('transactional producer on a real broker', () => {
     const producer = await kafka.transactionalProducer({ transactionalId: uniqueName('tx') });
     onTestFinished(() => producer.close());
     const records = [500, 3_000, 100].map((size, i) => ({ topic, key: `k${i}`, value: Buffer.alloc(size) }));
-    const failed = await producer.transaction(records).then(
-      () => new Error('committed'),
-      (err: unknown) => err as Error,
-    );
+    const failed = await failureOf(producer.transaction(records));
     expect(failed).toBeInstanceOf(KafkaError);
     expect(failed.message).toMatch(
       new RegExp(
@@ -210,10 +224,7 @@ describe('transactional producer on a real broker', () => {
         { topic: small, key: `s${i}`, value: Buffer.alloc(250, i) },
         { topic: open, key: `o${i}`, value: Buffer.alloc(250, i) },
       ]).flat();
-      const failed = await (await producer()).transaction(records).then(
-        () => new Error('committed'),
-        (err: unknown) => err,
-      );
+      const failed = await failureOf((await producer()).transaction(records));
       expect(oversizeTopicsOf(failed)).toEqual([small]);
       await (await producer()).transaction(records, { unbatchedTopics: new Set([small]) });
       const [smallRead, openRead] = await Promise.all(
@@ -235,15 +246,10 @@ describe('transactional producer on a real broker', () => {
       });
       onTestFinished(() => producer.close());
       const records = [open, small].map((topic) => ({ topic, key: 'k', value: Buffer.alloc(200) }));
-      const failed = await producer.transaction(records).then(
-        () => new Error('committed'),
-        (err: unknown) => err,
-      );
+      const failed = await failureOf(producer.transaction(records));
       expect(failed).toBeInstanceOf(KafkaError);
       expect(refusedTopicsOf(failed)).toEqual([small]);
-      const seen: unknown[] = [];
-      await kafka.readTopic(open, (read) => void seen.push(...read));
-      expect(seen).toEqual([]);
+      expect(await committedOn(kafka, open)).toEqual([]);
     });
   }
 
@@ -255,15 +261,10 @@ describe('transactional producer on a real broker', () => {
     onTestFinished(() => producer.close());
     const records = [open, denied].map((topic) => ({ topic, key: 'k', value: Buffer.alloc(10) }));
     // kafkajs looks a send's topics up before any Produce: Metadata refuses this one.
-    const failed = await producer.transaction(records).then(
-      () => new Error('committed'),
-      (err: unknown) => err,
-    );
+    const failed = await failureOf(producer.transaction(records));
     expect(hasErrorType(failed, 'TOPIC_AUTHORIZATION_FAILED')).toBe(true);
     expect(refusedTopicsOf(failed)).toEqual([denied]);
-    const seen: unknown[] = [];
-    await kafka.readTopic(open, (read) => void seen.push(...read));
-    expect(seen).toEqual([]);
+    expect(await committedOn(kafka, open)).toEqual([]);
   });
 
   it('fences the first producer when a second one starts with the same transactional id', async () => {
