@@ -6,6 +6,7 @@ export type { Logger } from 'pino';
 export const redactedPaths = [
   'apiKey',
   '*.apiKey',
+  '*.*.apiKey',
   'key',
   'api.key',
   '*.api.key',
@@ -33,6 +34,15 @@ export const redactedPaths = [
   '*.SCHEMA_REGISTRY_PASSWORD',
 ];
 
+/**
+ * `apiKey` names the upstream key (a string) in fraudlink's options, but also kafkajs's protocol
+ * field, the request type (an int16, `apiKey: 0` for Produce) in its debug lines and errors: that
+ * one is no secret, and without it a line no longer says which request it is about.
+ */
+function censor(value: unknown, path: string[]): unknown {
+  return path.at(-1) === 'apiKey' && Number.isInteger(value) ? value : '[redacted]';
+}
+
 export interface LoggerSetup {
   level?: string;
   /** Where lines go; stderr (fd 2) unless a test passes its own stream. */
@@ -44,7 +54,7 @@ export function createLogger(setup: LoggerSetup = {}): Logger {
   const options: LoggerOptions = {
     level: setup.level ?? 'info',
     base: { service: 'fraudlink' },
-    redact: { paths: redactedPaths, censor: '[redacted]' },
+    redact: { paths: redactedPaths, censor },
     serializers: { err: pino.stdSerializers.err },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },

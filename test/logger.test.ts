@@ -1,4 +1,6 @@
+import kafkajs from '@fraudlink/kafkajs';
 import { describe, expect, it } from 'vitest';
+import { pinoLogCreator } from '../src/kafka/logging.ts';
 import { createLogger, maskIban } from '../src/logger.ts';
 import { logCapture } from './helpers/log.ts';
 
@@ -30,6 +32,42 @@ describe('logger', () => {
     const text = JSON.stringify(out.lines);
     for (const secret of ['k-123', 'p-456', 'k-789', 'k-000', 'p-111']) expect(text).not.toContain(secret);
     expect(text).toContain('http://x');
+  });
+
+  it('redacts the upstream API key under apiKey, at any depth an options object puts it', () => {
+    const out = logCapture();
+    const root = createLogger({ destination: out.stream });
+    root.info({ apiKey: 'k-1', options: { apiKey: 'k-2' }, worker: { api: { apiKey: 'k-3' } } }, 'client');
+    // An all-digit key is still a string, and still a secret.
+    root.info({ options: { apiKey: '12345' } }, 'client');
+    const text = JSON.stringify(out.lines);
+    for (const secret of ['k-1', 'k-2', 'k-3', '12345']) expect(text).not.toContain(secret);
+    expect(out.lines[0]).toMatchObject({ apiKey: '[redacted]', options: { apiKey: '[redacted]' } });
+  });
+
+  it("keeps kafkajs's protocol apiKey, a request type number, readable in its debug logs and errors", () => {
+    const out = logCapture();
+    const root = createLogger({ level: 'trace', destination: out.stream });
+    pinoLogCreator(root)(kafkajs.logLevel.DEBUG)({
+      namespace: 'Connection',
+      level: kafkajs.logLevel.DEBUG,
+      label: 'DEBUG',
+      log: {
+        message: 'Request Produce(key: 0, version: 7)',
+        timestamp: 'now',
+        logger: 'kafkajs',
+        apiKey: 0,
+        apiName: 'Produce',
+        apiVersion: 7,
+      },
+    });
+    const err = new kafkajs.KafkaJSServerDoesNotSupportApiKey('not supported', {
+      apiKey: 61,
+      apiName: 'DescribeProducers',
+    });
+    root.error({ err }, 'admin call failed');
+    expect(out.lines[0]).toMatchObject({ kafkajs: { apiKey: 0, apiName: 'Produce' } });
+    expect(out.lines[1]).toMatchObject({ err: { apiKey: 61, apiName: 'DescribeProducers' } });
   });
 
   it('logs errors under err with their code', () => {
