@@ -38,9 +38,15 @@ function apiMethodOf(path: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The method a request is routed by: HEAD is GET without the body (RFC 9110 §9.3.2), same status and
+ * headers; Node's response leaves out the body of a HEAD itself.
+ */
+const routedAs = (method: string) => (method === 'HEAD' ? 'GET' : method);
+
 /** A known path asked with a method it does not answer: 405 with the Allow header (RFC 9110 §15.5.6). */
 function notAllowed(method: string, path: string, allowed: readonly string[]): Reply {
-  const allow = allowed.join(', ');
+  const allow = allowed.flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m])).join(', ');
   return problem(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on ${path} (allowed: ${allow})`, {
     allow,
   });
@@ -123,7 +129,8 @@ async function api(
   if (deps.faults.roll(deps.faults.current.errorRate)) {
     return problem(503, 'SERVICE_UNAVAILABLE', 'injected upstream failure');
   }
-  const method = req.method ?? 'GET';
+  const asked = req.method ?? 'GET';
+  const method = routedAs(asked);
   if (method === 'GET' && path === EXPORT) {
     const wait = deps.faults.takeBurst(tenant.id) ? 1 : deps.limiter.take(tenant.id);
     if (wait !== undefined) {
@@ -140,8 +147,8 @@ async function api(
   const one = ONE_ALERT.exec(path);
   if (method === 'GET' && one) return getAlert(world, one[1] ?? '');
   const allowed = apiMethodOf(path);
-  if (allowed !== undefined) return notAllowed(method, path, [allowed]);
-  return problem(404, 'NOT_FOUND', `no route ${method} ${path}`);
+  if (allowed !== undefined) return notAllowed(asked, path, [allowed]);
+  return problem(404, 'NOT_FOUND', `no route ${asked} ${path}`);
 }
 
 type AdminRoute = (deps: HandlerDeps, req: IncomingMessage, query: URLSearchParams) => Reply | Promise<Reply>;
@@ -202,7 +209,8 @@ function admin(deps: HandlerDeps, req: IncomingMessage, path: string, query: URL
   const method = req.method ?? 'GET';
   const routes = Object.hasOwn(ADMIN_ROUTES, path) ? ADMIN_ROUTES[path] : undefined;
   if (routes === undefined) return problem(404, 'NOT_FOUND', `no admin route ${method} ${path}`);
-  const route = Object.hasOwn(routes, method) ? routes[method] : undefined;
+  const routed = routedAs(method);
+  const route = Object.hasOwn(routes, routed) ? routes[routed] : undefined;
   return route === undefined ? notAllowed(method, path, Object.keys(routes)) : route(deps, req, query);
 }
 

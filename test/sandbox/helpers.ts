@@ -22,7 +22,7 @@ export async function call(
   path: string,
   options: {
     key?: string;
-    method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
+    method?: 'GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE';
     body?: unknown;
     raw?: string;
     /** Of a request with a body; default application/json, null for none. */

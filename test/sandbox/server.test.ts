@@ -69,14 +69,14 @@ describe('the request listener', () => {
 
   it('answers 405 METHOD_NOT_ALLOWED with an Allow header to a known path asked with another method', async () => {
     const sandbox = await startSandbox({ alerts: 5 });
-    const cases: ['GET' | 'POST' | 'PUT' | 'DELETE', string, string][] = [
-      ['DELETE', exportPath({}), 'GET'],
-      ['POST', '/sharing/v1/alerts/ALR-00000001', 'GET'],
+    const cases: ['GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE', string, string][] = [
+      ['DELETE', exportPath({}), 'GET, HEAD'],
+      ['POST', '/sharing/v1/alerts/ALR-00000001', 'GET, HEAD'],
       ['GET', '/sharing/v1/alerts/sent/search', 'POST'],
       ['PUT', '/sharing/v1/alerts/received/search', 'POST'],
       ['GET', '/vop/v1/verify', 'POST'],
-      ['POST', '/__admin/faults', 'GET, PUT'],
-      ['PUT', '/__admin/requests', 'GET, DELETE'],
+      ['POST', '/__admin/faults', 'GET, HEAD, PUT'],
+      ['PUT', '/__admin/requests', 'GET, HEAD, DELETE'],
       ['GET', '/__admin/changes', 'POST'],
     ];
     for (const [method, path, allow] of cases) {
@@ -98,6 +98,38 @@ describe('the request listener', () => {
     ]) {
       expect((await call(sandbox.url, path, { key: 'sandbox-key', method: 'PUT' })).status).toBe(404);
     }
+  });
+
+  it('answers HEAD on every path it serves with GET: the same status and headers, no body', async () => {
+    const sandbox = await startSandbox({ alerts: 5 });
+    const paths = [
+      exportPath({}),
+      exportPath({ cursor: 'forged' }),
+      '/sharing/v1/alerts/ALR-00000001',
+      '/sharing/v1/alerts/ALR-99999999',
+      '/__admin/faults',
+      '/__admin/rows',
+      '/__admin/holder?iban=DE89370400440532013000',
+    ];
+    for (const key of ['sandbox-key', 'wrong-key']) {
+      for (const path of paths) {
+        const get = await call(sandbox.url, path, { key, method: 'GET' });
+        const head = await call(sandbox.url, path, { key, method: 'HEAD' });
+        const seen = (a: typeof get) => ({
+          path,
+          key,
+          status: a.status,
+          type: a.headers['content-type'],
+          length: a.headers['content-length'],
+        });
+        expect(seen(head)).toEqual(seen(get));
+        expect(head.body).toBeUndefined();
+      }
+    }
+    const heads = sandbox.requestLog().filter((r) => r.method === 'HEAD');
+    expect(heads.map((r) => r.status)).toEqual([200, 400, 200, 404, 401, 401, 401, 401]);
+    const verify = await call(sandbox.url, '/vop/v1/verify', { key: 'sandbox-key', method: 'HEAD' });
+    expect({ status: verify.status, allow: verify.headers.allow }).toEqual({ status: 405, allow: 'POST' });
   });
 
   it('answers 413 PAYLOAD_TOO_LARGE to a body over 1 MiB, declared or sent chunked, and closes the connection', async () => {
