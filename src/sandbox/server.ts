@@ -89,20 +89,12 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const text = (await readBody(req)).toString('utf8');
-  try {
-    return text === '' ? undefined : JSON.parse(text);
-  } catch {
-    throw new Refused(400, 'INVALID_BODY', 'body is not JSON');
-  }
-}
-
 /**
- * The body of an API endpoint: the interface says "requests with a body carry Content-Type:
- * application/json", so a body of any other type, or of none declared, is refused unread (415).
+ * The JSON body of a request, API or admin alike: the interface says "requests with a body carry
+ * Content-Type: application/json", so a body of any other type, or of none declared, is refused
+ * unread (415).
  */
-function readApiJson(req: IncomingMessage): Promise<unknown> {
+async function readJson(req: IncomingMessage): Promise<unknown> {
   const { 'content-length': length, 'transfer-encoding': chunked, 'content-type': type } = req.headers;
   const hasBody = chunked !== undefined || (length !== undefined && length !== '0');
   const mediaType = type?.split(';')[0]?.trim().toLowerCase();
@@ -110,7 +102,12 @@ function readApiJson(req: IncomingMessage): Promise<unknown> {
     const got = type === undefined ? 'none' : JSON.stringify(type.slice(0, 100));
     throw new Refused(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type must be application/json, got ${got}`);
   }
-  return readJson(req);
+  const text = (await readBody(req)).toString('utf8');
+  try {
+    return text === '' ? undefined : JSON.parse(text);
+  } catch {
+    throw new Refused(400, 'INVALID_BODY', 'body is not JSON');
+  }
 }
 
 /** The service's five endpoints behind the x-api-key check. */
@@ -140,10 +137,9 @@ async function api(
     }
     return exportFeed(world, query, deps.cursorParam, deps.pageSize);
   }
-  if (method === 'POST' && path === SENT_SEARCH) return search(world, tenant, await readApiJson(req), true);
-  if (method === 'POST' && path === RECEIVED_SEARCH)
-    return search(world, tenant, await readApiJson(req), false);
-  if (method === 'POST' && path === VERIFY) return verify(await readApiJson(req));
+  if (method === 'POST' && path === SENT_SEARCH) return search(world, tenant, await readJson(req), true);
+  if (method === 'POST' && path === RECEIVED_SEARCH) return search(world, tenant, await readJson(req), false);
+  if (method === 'POST' && path === VERIFY) return verify(await readJson(req));
   const one = ONE_ALERT.exec(path);
   if (method === 'GET' && one) return getAlert(world, one[1] ?? '');
   const allowed = apiMethodOf(path);

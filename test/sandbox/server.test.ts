@@ -67,6 +67,35 @@ describe('the request listener', () => {
     }
   });
 
+  it('answers 415 to an admin body sent without Content-Type: application/json, and leaves the sandbox as it was', async () => {
+    const sandbox = await startSandbox({ alerts: 5 });
+    const writes: ['PUT' | 'POST', string, unknown][] = [
+      ['PUT', '/__admin/faults', { errorRate: 1 }],
+      ['POST', '/__admin/changes', { count: 3 }],
+      ['POST', '/__admin/malformed', { kind: 'missing-iban' }],
+    ];
+    const before = { faults: sandbox.faults(), rows: sandbox.currentRows() };
+    for (const [method, path, body] of writes) {
+      for (const contentType of [null, 'text/plain', 'application/x-www-form-urlencoded']) {
+        const answer = await call(sandbox.url, path, { method, body, contentType });
+        expect({ path, contentType, ...answer }).toMatchObject({
+          status: 415,
+          body: { code: 'UNSUPPORTED_MEDIA_TYPE', message: expect.stringContaining('application/json') },
+        });
+      }
+    }
+    expect({ faults: sandbox.faults(), rows: sandbox.currentRows() }).toEqual(before);
+    for (const [method, path, body] of writes) {
+      const answer = await call(sandbox.url, path, {
+        method,
+        body,
+        contentType: 'application/json; charset=utf-8',
+      });
+      expect({ path, status: answer.status }).toEqual({ path, status: 200 });
+    }
+    expect(sandbox.faults().errorRate).toBe(1);
+  });
+
   it('answers 405 METHOD_NOT_ALLOWED with an Allow header to a known path asked with another method', async () => {
     const sandbox = await startSandbox({ alerts: 5 });
     const cases: ['GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE', string, string][] = [
