@@ -218,6 +218,30 @@ describe('export feed', () => {
     }
   });
 
+  it("honours a cursor issued to one tenant when another passes it: one feed for every tenant, the caller's rate limit", async () => {
+    const frozen = Date.parse('2026-11-22T09:30:00.000Z');
+    const keys = ['tenant-a', 'tenant-b'];
+    const sandbox = await startSandbox({
+      alerts: 30,
+      pageSize: 10,
+      apiKeys: keys,
+      rateLimit: 1,
+      now: () => frozen,
+    });
+    const cursor = (await exportPage(sandbox, 'tenant-a')).nextCursor as string;
+    const asB = await exportPage(sandbox, 'tenant-b', { cursor });
+    expect(asB.rows.map((r) => r.id)).toEqual(
+      sandbox
+        .currentRows()
+        .slice(10, 20)
+        .map((r) => r.id),
+    );
+    // The limit counts the caller's key: b was served though a had spent its one request a
+    // second, and the cursor moves no quota between them; each has now spent its own.
+    expect((await call(sandbox.url, exportPath({ cursor }), { key: 'tenant-a' })).status).toBe(429);
+    expect((await call(sandbox.url, exportPath({ cursor }), { key: 'tenant-b' })).status).toBe(429);
+  });
+
   it('honours its cursors after a restart of the same sandbox, and another sandbox of the same seed refuses them', async () => {
     const options = { port: 0, alerts: 30, pageSize: 10, changesPerSec: 0, rateLimit: 0, seed: 7 };
     const first = createSandbox(options);
