@@ -2,7 +2,8 @@ import { InvalidArgumentError } from 'commander';
 import { AbortedError } from '../errors.ts';
 import { parseInstant } from '../instant.ts';
 import type { Logger } from '../logger.ts';
-import { onStopSignal } from './signals.ts';
+import type { CliContext } from './context.ts';
+import { onStopSignal, signalExitCode } from './signals.ts';
 
 /** Commander argument parsers that name what was wrong. */
 export function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
@@ -65,7 +66,8 @@ export function untilSignal(cancel?: AbortSignal): Promise<NodeJS.Signals> {
 
 /**
  * For a command that runs to an end of its own: SIGTERM or SIGINT aborts `controller` (the reason an
- * AbortedError naming the signal) until `release()`; `received()` names the signal that did.
+ * AbortedError naming the signal) until `release()`; `received()` names the signal that did, and
+ * stays undefined when something else (a closed stdout) had aborted it first.
  */
 export function abortOnSignal(controller: AbortController): {
   received(): NodeJS.Signals | undefined;
@@ -74,10 +76,53 @@ export function abortOnSignal(controller: AbortController): {
   const released = new AbortController();
   let received: NodeJS.Signals | undefined;
   void untilSignal(released.signal).then((signal) => {
+    if (controller.signal.aborted) return;
     received = signal;
     controller.abort(new AbortedError(`stopped by ${signal}`));
   });
   return { received: () => received, release: () => released.abort() };
+}
+
+/**
+ * The rule for every one-shot command (connector status and reset, replay, api) that SIGTERM or
+ * SIGINT cut short: it logs what did not happen and sets the exit code to 128 + the signal's number,
+ * as a shell reports a process the signal ended, so that a script or a Kubernetes Job does not take
+ * a partial or empty output for success. A service stopping on its signal (serveUntilSignal, the
+ * sandbox, replay --follow once its table is printed) exits 0 instead.
+ */
+export function cutShort(
+  ctx: CliContext,
+  logger: Pick<Logger, 'warn'>,
+  signal: NodeJS.Signals,
+  undone: string,
+  details: Record<string, unknown> = {},
+): void {
+  logger.warn({ signal, ...details }, `stopped by ${signal}: ${undone}`);
+  ctx.exitCode = signalExitCode(signal);
+}
+
+/**
+ * Runs a one-shot job that SIGTERM or SIGINT aborts through `controller`. Stopped so, it is cutShort
+ * and resolves undefined; any other failure, an abort by something else included, rejects.
+ */
+export async function unlessSignalled<T>(
+  ctx: CliContext,
+  logger: Pick<Logger, 'warn'>,
+  undone: string,
+  job: (signal: AbortSignal) => Promise<T>,
+  controller = new AbortController(),
+): Promise<{ value: T } | undefined> {
+  const signals = abortOnSignal(controller);
+  try {
+    return { value: await job(controller.signal) };
+  } catch (err) {
+    const signal = signals.received();
+    if (signal === undefined || !(err instanceof AbortedError)) throw err;
+    cutShort(ctx, logger, signal, undone);
+    return undefined;
+  } finally {
+    signals.release();
+  }
 }
 
 interface Running {

@@ -72,6 +72,7 @@ describe('fraudlink api', { timeout: 60_000 }, () => {
       expect(run.code).toBe(0);
       expect(run.stdout).toContain('Exit codes: 0 done');
       expect(run.stdout).toContain('6 upstream unavailable');
+      expect(run.stdout).toContain('143 or 130 stopped by SIGTERM or SIGINT');
     }
     expect(runs[1]?.stdout).toContain('--author');
     expect(runs[2]?.stdout).not.toContain('--author');
@@ -195,11 +196,11 @@ describe('fraudlink api', { timeout: 60_000 }, () => {
   });
 
   describe('a long walk', () => {
-    const startWalk = async () => {
+    const startWalk = async (env: Record<string, string> = {}) => {
       // Slow pages, so that the walk is still running when the test acts on it.
       sandbox.setFaults({ latencyMs: 100 });
       const child = spawn(process.execPath, ['src/cli/main.ts', 'api', 'export', '--all'], {
-        env: childEnv(),
+        env: childEnv(env),
       });
       // 'close', not 'exit': every line the child wrote to stderr has been read by then.
       const exited = once(child, 'close') as Promise<[number | null, string | null]>;
@@ -207,11 +208,17 @@ describe('fraudlink api', { timeout: 60_000 }, () => {
       return { child, exited };
     };
 
-    it('stops with exit code 0 on SIGTERM', async () => {
+    // It exited 0, and a script took the rows printed so far for the whole feed.
+    it('stops on SIGTERM with exit code 143, saying that the output is incomplete', async () => {
       try {
-        const { child, exited } = await startWalk();
+        const { child, exited } = await startWalk({ LOG_LEVEL: 'warn' });
+        let stderr = '';
+        child.stderr.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+        });
         child.kill('SIGTERM');
-        expect(await exited).toEqual([0, null]);
+        expect(await exited).toEqual([143, null]);
+        expect(stderr).toContain('"signal":"SIGTERM","msg":"stopped by SIGTERM: the output is incomplete"');
       } finally {
         sandbox.setFaults({ latencyMs: 0 });
       }

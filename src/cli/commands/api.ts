@@ -7,7 +7,7 @@ import { AbortedError, ErrorCodes, ExitCodes, FraudlinkError } from '../../error
 import { isValidNormalizedIban, normalizeIban } from '../../iban.ts';
 import { createLogger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
-import { abortOnSignal, instant, integer, nonEmpty } from '../options.ts';
+import { instant, integer, nonEmpty, unlessSignalled } from '../options.ts';
 
 const QUALIFICATIONS = ['PENDING', 'CONFIRMED', 'REJECTED', 'UNDER_INVESTIGATION'];
 
@@ -16,10 +16,11 @@ Configuration (environment): API_BASE_URL and API_KEY (required), API_TIMEOUT_MS
 API_TLS_KEY, API_TLS_CA, EXPORT_CURSOR_PARAM, LOG_LEVEL (logs are JSON lines on stderr).
 Output: JSON on stdout, indented on a terminal, one document per line when piped; with --all, one
 alert or row per line. A progress line goes to stderr when it is a terminal.
-Exit codes: 0 done (also after SIGINT/SIGTERM), 1 unexpected failure, 2 usage or configuration error,
-3 credentials refused (401/403), 5 request refused by the upstream (400, 404, other 4xx),
-6 upstream unavailable after the retries (5xx, 429, timeout, connection), 7 unreadable upstream
-answer (a 2xx that is not the expected JSON).`;
+Exit codes: 0 done (also when the reader of stdout goes away), 1 unexpected failure, 2 usage or
+configuration error, 3 credentials refused (401/403), 5 request refused by the upstream (400, 404,
+other 4xx), 6 upstream unavailable after the retries (5xx, 429, timeout, connection), 7 unreadable
+upstream answer (a 2xx that is not the expected JSON), 143 or 130 stopped by SIGTERM or SIGINT
+before done (the output is incomplete).`;
 
 /** The exit code of an upstream failure; undefined leaves the error to the shared CLI main. */
 export function apiExitCodeFor(err: unknown): number | undefined {
@@ -87,7 +88,6 @@ async function withSession(
   const onStdoutError = (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE') controller.abort(new AbortedError('stdout closed'));
   };
-  const signals = abortOnSignal(controller);
   ctx.stdout.on('error', onStdoutError);
   const pretty = ctx.stdout.isTTY === true;
   const session: Session = {
@@ -108,15 +108,16 @@ async function withSession(
     progress: (total) => progressBar(ctx, total, cliProgress),
   };
   try {
-    await action(session);
+    // SIGINT or SIGTERM cuts the command short: exit 128 + the signal's number.
+    await unlessSignalled(ctx, logger, 'the output is incomplete', () => action(session), controller);
   } catch (err) {
+    // Aborted otherwise: by a closed stdout.
     if (controller.signal.aborted && err instanceof AbortedError) return;
     const code = apiExitCodeFor(err);
     if (code === undefined) throw err;
     ctx.stderr.write(`fraudlink: ${(err as FraudlinkError).code}: ${(err as Error).message}\n`);
     ctx.exitCode = code;
   } finally {
-    signals.release();
     ctx.stdout.off('error', onStdoutError);
     await client.close();
   }

@@ -2,12 +2,11 @@ import type { Command } from 'commander';
 import { loadConnectorConfig } from '../../config/index.ts';
 import { boundHeapGrowth } from '../../connector/heap.ts';
 import { readCursorRecord, resetCursorRecord, startConnector } from '../../connector/index.ts';
-import { AbortedError, UsageError } from '../../errors.ts';
+import { UsageError } from '../../errors.ts';
 import { createKafkaClient } from '../../kafka/index.ts';
-import { createLogger, type Logger } from '../../logger.ts';
+import { createLogger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
-import { abortOnSignal, instant, serveUntilSignal } from '../options.ts';
-import { signalExitCode } from '../signals.ts';
+import { instant, serveUntilSignal, unlessSignalled } from '../options.ts';
 
 export function registerConnectorCommand(program: Command, ctx: CliContext): void {
   const connector = program
@@ -78,29 +77,4 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
       if (written === undefined) return;
       ctx.stdout.write(`${JSON.stringify(written.value, null, 2)}\n`);
     });
-}
-
-/**
- * Runs a one-shot job that SIGTERM or SIGINT aborts. Stopped so, it logs what did not happen and
- * sets the exit code to 128 + the signal's number (the job did not finish), and resolves undefined.
- */
-async function unlessSignalled<T>(
-  ctx: CliContext,
-  logger: Logger,
-  undone: string,
-  job: (signal: AbortSignal) => Promise<T>,
-): Promise<{ value: T } | undefined> {
-  const controller = new AbortController();
-  const signals = abortOnSignal(controller);
-  try {
-    return { value: await job(controller.signal) };
-  } catch (err) {
-    const signal = signals.received();
-    if (signal === undefined || !(err instanceof AbortedError)) throw err;
-    logger.warn({ signal }, `stopped by ${signal}: ${undone}`);
-    ctx.exitCode = signalExitCode(signal);
-    return undefined;
-  } finally {
-    signals.release();
-  }
 }

@@ -7,7 +7,7 @@ import { AbortedError, OutputError, UsageError } from '../../errors.ts';
 import { createLogger, maskIban } from '../../logger.ts';
 import type { AlertState, ReplayOptions } from '../../replay/index.ts';
 import type { CliContext } from '../context.ts';
-import { abortOnSignal, nonEmpty } from '../options.ts';
+import { abortOnSignal, cutShort, nonEmpty } from '../options.ts';
 
 interface ReplayFlags {
   follow?: boolean;
@@ -43,9 +43,10 @@ async function openOut(path: string): Promise<WriteStream> {
 /**
  * Replay's output, stdout or --out. A reader that goes away (`| head`) ends replay quietly, as it
  * ends `fraudlink api`; any other write failure (a full disk) ends it with an OutputError. Either
- * way `onBroken` is called once, to stop --follow, and nothing more is written.
+ * way `stop` is aborted, to stop the read or --follow, and nothing more is written. A write waiting
+ * for a slow reader to drain returns when `stop` aborts (a signal).
  */
-async function openOutput(ctx: CliContext, path: string | undefined, onBroken: () => void) {
+async function openOutput(ctx: CliContext, path: string | undefined, stop: AbortController) {
   const out: NodeJS.WritableStream = path ? await openOut(path) : ctx.stdout;
   let closed = false;
   let failure: OutputError | undefined;
@@ -53,14 +54,14 @@ async function openOutput(ctx: CliContext, path: string | undefined, onBroken: (
     if (closed || failure) return;
     if (err.code === 'EPIPE') closed = true;
     else failure = new OutputError(`writing to ${path ?? 'stdout'} failed: ${err.message}`, { cause: err });
-    onBroken();
+    stop.abort();
   });
   return {
     broken: () => closed || failure !== undefined,
     async write(line: string): Promise<void> {
       if (closed || failure) return;
       // An error instead of 'drain' rejects once(): the listener above has recorded it.
-      if (!out.write(`${line}\n`)) await once(out, 'drain').catch(() => {});
+      if (!out.write(`${line}\n`)) await once(out, 'drain', { signal: stop.signal }).catch(() => {});
     },
     /** Ends a file; rejects with the write failure, if any. */
     async finish(): Promise<void> {
@@ -105,14 +106,16 @@ async function replayCommand(ctx: CliContext, opts: ReplayFlags): Promise<void> 
     import('cli-progress'),
   ]);
   const controller = new AbortController();
-  const output = await openOutput(ctx, opts.out, () => controller.abort());
+  const output = await openOutput(ctx, opts.out, controller);
   const bar = progressBar(ctx, cliProgress);
-  // SIGINT or SIGTERM stops the read or the follow (exit 0, as every long-running command); before
-  // the snapshot's end, with a warning that nothing was printed.
+  // SIGINT or SIGTERM stops the read, the printing or the follow. Before the table (or summary) is
+  // printed in full, the command was cut short (exit 128 + n, with a warning saying what is
+  // missing); after, it stops as --follow's service does, with exit 0.
   const signals = abortOnSignal(controller);
   const started = Date.now();
-  // How far the snapshot got, for a stop before its end.
+  // How far the snapshot got, for a stop before it was printed.
   let snapshotTaken = false;
+  let snapshotPrinted = false;
   let progress: { read: bigint; total: bigint } | undefined;
   let pending: Promise<void> = Promise.resolve();
   const print = (line: () => string) => {
@@ -130,16 +133,21 @@ async function replayCommand(ctx: CliContext, opts: ReplayFlags): Promise<void> 
     onSnapshot: (alerts, counts) => {
       snapshotTaken = true;
       bar.stop();
-      if (opts.summary)
-        print(() =>
-          JSON.stringify(
-            summaryOf(alerts, counts.deactivated, counts.events, counts.skipped, counts.uncertain),
-          ),
-        );
-      else
-        pending = pending.then(async () => {
-          for (const alert of alerts.values()) await output.write(JSON.stringify(alert));
-        });
+      pending = pending.then(async () => {
+        if (opts.summary)
+          await output.write(
+            JSON.stringify(
+              summaryOf(alerts, counts.deactivated, counts.events, counts.skipped, counts.uncertain),
+            ),
+          );
+        else
+          for (const alert of alerts.values()) {
+            // Stopped by a signal or by the output: the rest of the table is not printed.
+            if (controller.signal.aborted) return;
+            await output.write(JSON.stringify(alert));
+          }
+        snapshotPrinted = true;
+      });
     },
     // Awaited by the read: a reader slower than the topic holds it back, and memory stays flat.
     onChange: (change) => {
@@ -159,15 +167,19 @@ async function replayCommand(ctx: CliContext, opts: ReplayFlags): Promise<void> 
     await pending;
     await output.finish();
     const signal = signals.received();
-    if (signal && !snapshotTaken) {
-      // Nothing was printed, which would otherwise read as a topic without an active alert.
-      logger.warn(
+    if (signal && !snapshotPrinted) {
+      // An empty or partial table would otherwise read as the topic's active alerts.
+      cutShort(
+        ctx,
+        logger,
+        signal,
+        snapshotTaken
+          ? 'the alert table was printed in part'
+          : 'the end of the topic was not reached and the alert table was not printed',
         {
-          signal,
           topic: config.alertsTopic,
           ...(progress && { offsetsRead: Number(progress.read), offsetsTotal: Number(progress.total) }),
         },
-        `stopped by ${signal} before the end of the topic: the alert table was not printed`,
       );
     } else if (result) {
       const { alerts, events, skipped, uncertain } = result;
@@ -200,7 +212,7 @@ export function registerReplayCommand(program: Command, ctx: CliContext): void {
     )
     .addHelpText(
       'after',
-      '\nReads ALERTS_TOPIC (read_committed) with KAFKA_BROKERS and SCHEMA_REGISTRY_URL. Progress on stderr when it is a terminal. SIGINT or SIGTERM stops it (exit 0); before the end of the snapshot, with nothing printed and a warning on stderr saying so.',
+      '\nReads ALERTS_TOPIC (read_committed) with KAFKA_BROKERS and SCHEMA_REGISTRY_URL. Progress on stderr when it is a terminal. SIGINT or SIGTERM stops it. Before the table (or summary) is printed in full, it exits 130 or 143 with a warning on stderr saying what is missing; with --follow, once the table is printed, it exits 0.',
     )
     .action((opts: ReplayFlags) => replayCommand(ctx, opts));
 }
