@@ -47,20 +47,14 @@ export function instant(value: string): string {
 }
 
 /**
- * Resolves when SIGTERM or SIGINT arrives; the listeners are removed afterwards, or when `cancel`
- * aborts (the promise then never settles). Takes the signals over from the launcher's keeper.
+ * Resolves when SIGTERM or SIGINT arrives; another one after it ends the process at once with 128 +
+ * its number (onStopSignal). The listeners are removed when `cancel` aborts, which the command does
+ * once it has ended (a promise not settled by then never settles). Takes the signals over from the
+ * launcher's keeper.
  */
-export function untilSignal(cancel?: AbortSignal): Promise<NodeJS.Signals> {
+export function untilSignal(cancel: AbortSignal): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
-    const off = () => {
-      release();
-      cancel?.removeEventListener('abort', off);
-    };
-    const release = onStopSignal((signal) => {
-      off();
-      resolve(signal);
-    });
-    cancel?.addEventListener('abort', off, { once: true });
+    cancel.addEventListener('abort', onStopSignal(resolve), { once: true });
   });
 }
 
@@ -144,7 +138,8 @@ export const START_ABORT_GRACE_MS = 5000;
  * are installed before start-up: as PID 1 in a container, where a signal without a handler is
  * dropped, a signal during a long start-up (a broker not yet reachable) was lost and the process ran
  * on until SIGKILL. Such a signal aborts `start`'s signal, and the command returns (exit 0) once
- * start-up has ended or START_ABORT_GRACE_MS has passed.
+ * start-up has ended or START_ABORT_GRACE_MS has passed. A second signal, during start-up's grace
+ * or the stop, ends the process at once with 128 + its number (untilSignal).
  */
 export async function serveUntilSignal(
   start: (signal: AbortSignal) => Promise<Running>,

@@ -6,6 +6,9 @@ import { constants } from 'node:os';
 // pod's grace. The launcher (bin/fraudlink.js) installs a keeper before it loads the CLI; a command
 // takes the signals over through onStopSignal. The state is process-wide, as signal handlers are:
 // the launcher and the CLI share this module. Without the launcher (main() in tests) there is none.
+// A second signal during a graceful stop would be dropped the same way, were the command to let go
+// of the signals at the first: onStopSignal listens on until the command has ended, and ends the
+// process on it.
 
 const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
@@ -17,23 +20,36 @@ export function signalExitCode(signal: NodeJS.Signals): number {
   return 128 + constants.signals[signal];
 }
 
+const exitProcess = (code: number) => process.exit(code);
+
 /**
  * Installs the keeper: until a command takes the signals over, SIGTERM or SIGINT ends the process at
  * once with signalExitCode, since nothing has started yet. It exits rather than re-raising the
  * signal: as PID 1 a re-raised signal would be dropped as well.
  */
-export function keepStopSignals(exit: (code: number) => void = (code) => process.exit(code)): void {
+export function keepStopSignals(exit: (code: number) => void = exitProcess): void {
   if (keeper) return;
   keeper = listen((signal) => exit(signalExitCode(signal)));
 }
 
 /**
- * Calls `listener` on SIGTERM and SIGINT until the returned function is called; takes the signals
- * over from the keeper, which is gone from then on. A signal the keeper had not yet handled reaches
- * `listener`: Node emits a signal to the listeners present when it handles it.
+ * Calls `listener` on the first SIGTERM or SIGINT; any stop signal after it, while the command stops,
+ * ends the process at once with signalExitCode, as a second Ctrl-C does outside PID 1 (the default
+ * action). Both hold until the returned function is called, which the command does once it has
+ * ended, stopped or not: no listener outlives it. Takes the signals over from the keeper, which is
+ * gone from then on. A signal the keeper had not yet handled reaches `listener`: Node emits a signal
+ * to the listeners present when it handles it.
  */
-export function onStopSignal(listener: (signal: NodeJS.Signals) => void): () => void {
-  const off = listen(listener);
+export function onStopSignal(
+  listener: (signal: NodeJS.Signals) => void,
+  exit: (code: number) => void = exitProcess,
+): () => void {
+  let stopping = false;
+  const off = listen((signal) => {
+    if (stopping) return exit(signalExitCode(signal));
+    stopping = true;
+    listener(signal);
+  });
   // Only after `listener` is added: Node stops watching a signal when its last listener goes, and
   // for that moment the kernel's default action would apply (for PID 1, the signal dropped).
   keeper?.();

@@ -14,11 +14,11 @@ const UNSHARE = ['unshare', '--pid', '--fork', '--map-root-user', '--kill-child'
 const asPid1 = spawnSync(UNSHARE[0] as string, [...UNSHARE.slice(1), 'true']).status === 0;
 
 /** Runs the launcher with fraudlink's dist/ imports served from src/ (fixtures/launcher-hooks.ts). */
-function launch(args: string[]) {
+function launch(args: string[], env: Record<string, string> = {}) {
   const node = [process.execPath, '--import', hooks, launcher, ...args];
   const [command, ...rest] = asPid1 ? [...UNSHARE, ...node] : node;
   const child = spawn(command as string, rest, {
-    env: { PATH: process.env.PATH ?? '' },
+    env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   onTestFinished(() => {
@@ -89,5 +89,25 @@ describe(`bin/fraudlink.js (${asPid1 ? 'as PID 1 in a new pid namespace' : 'unsh
     process.kill(cli.nodePid(), 'SIGTERM');
     expect(await cli.exited).toBe(0);
     expect(cli.stderr()).toContain('"signal":"SIGTERM","msg":"stopping"');
+  });
+
+  // As PID 1 the second signal was dropped (the command had let go of the first's listener), and the
+  // stop ran its course: here START_ABORT_GRACE_MS, then exit 0. Outside PID 1 it killed the process.
+  it('ends a graceful stop at once with 128 + the number of a second signal', async () => {
+    const cli = launch(['connector'], {
+      API_BASE_URL: 'http://127.0.0.1:1/api',
+      API_KEY: 'k',
+      KAFKA_BROKERS: '127.0.0.1:1',
+      SCHEMA_REGISTRY_URL: 'http://127.0.0.1:1',
+      HTTP_PORT: '0',
+    });
+    cli.child.stdin.end();
+    // Start-up retries the unreachable broker, the command's listener installed: a stop held open.
+    await cli.line('Connection error: connect ECONNREFUSED 127.0.0.1:1');
+    process.kill(cli.nodePid(), 'SIGTERM');
+    await cli.line('stop requested during start-up: aborting it');
+    process.kill(cli.nodePid(), 'SIGINT');
+    expect(await cli.exited).toBe(130);
+    expect(cli.stderr()).not.toContain('start-up did not end after the stop request');
   });
 });

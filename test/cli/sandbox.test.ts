@@ -23,6 +23,20 @@ describe('fraudlink sandbox configuration', () => {
     expect(process.listenerCount('SIGTERM')).toBe(0);
   });
 
+  // A listener left behind would end the process on any later signal, the next test's included.
+  it('lets go of SIGTERM and SIGINT once it has stopped on one', async () => {
+    const stdout = new PassThrough();
+    const code = main(['node', 'fraudlink', 'sandbox', '--port', '0', '--alerts', '1'], {
+      env: { LOG_LEVEL: 'silent' },
+      stdout,
+      stderr: new PassThrough(),
+    });
+    await once(stdout, 'data');
+    process.emit('SIGTERM');
+    expect(await code).toBe(0);
+    expect([process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')]).toEqual([0, 0]);
+  });
+
   it('lets go of SIGTERM and SIGINT when its start-up fails (a port in use), so that no signal is swallowed until its exit', async () => {
     const taken = createServer().listen(0, '127.0.0.1');
     onTestFinished(() => void taken.close());

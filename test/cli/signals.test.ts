@@ -36,6 +36,22 @@ describe('signal keeper', () => {
     off();
   });
 
+  // The command's listener went at the first: as PID 1, a second signal was dropped and the stop ran
+  // its course (a verifier's drain, a start-up's grace); a second Ctrl-C elsewhere killed it.
+  it('ends the process with 128 + the number of a second stop signal while the command stops, until it has ended', () => {
+    const exit = vi.fn();
+    const listener = vi.fn();
+    const off = onStopSignal(listener, exit);
+    process.emit('SIGTERM');
+    expect(listener.mock.calls).toEqual([['SIGTERM']]);
+    expect(exit).not.toHaveBeenCalled();
+    process.emit('SIGINT');
+    process.emit('SIGTERM');
+    expect(exit.mock.calls).toEqual([[130], [143]]);
+    expect(listener).toHaveBeenCalledOnce();
+    off();
+  });
+
   it('lets a command handle the signals without a keeper, as when main() is called directly', () => {
     const listener = vi.fn();
     const off = onStopSignal(listener);

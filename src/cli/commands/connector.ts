@@ -20,7 +20,7 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
     .description('run the connector until SIGTERM/SIGINT (the default)')
     .addHelpText(
       'after',
-      '\nConfigured by environment variables (see README). Exit codes: 0 stopped, 1 failure, 2 configuration, 3 credentials refused, 4 fenced.',
+      '\nConfigured by environment variables (see README). Exit codes: 0 stopped, 1 failure, 2 configuration, 3 credentials refused, 4 fenced, 143 or 130 a second SIGTERM or SIGINT during the stop.',
     )
     .action(async () => {
       const config = loadConnectorConfig(ctx.env);
@@ -61,7 +61,8 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
     .addHelpText(
       'after',
       '\nSIGTERM or SIGINT stops it before the new cursor is written, with the stored one unchanged (a\n' +
-        'running connector may already be fenced): exit 143 or 130. A write under way is finished.',
+        'running connector may already be fenced): exit 143 or 130. A write under way is finished, unless a\n' +
+        'second signal ends the process at once.',
     )
     .action(async (opts: { updatedAfter?: string; earliest?: boolean }) => {
       if (Boolean(opts.updatedAfter) === Boolean(opts.earliest)) {

@@ -115,21 +115,19 @@ async function run(flags: Flags, ctx: CliContext): Promise<void> {
   const { logLevel } = loadSandboxConfig(ctx.env);
   const logger = createLogger({ level: logLevel }).child({ component: 'sandbox' });
   // Listen for signals first: seeding a large backlog takes seconds, and a signal meanwhile must
-  // still end in a clean exit 0, as must one sent right after the ready line. A start-up that fails
-  // lets go of them: the error's exit follows, and a signal meanwhile must not be swallowed.
-  const failed = new AbortController();
-  const signal = untilSignal(failed.signal);
-  let sandbox: Sandbox;
-  let ready: Awaited<ReturnType<Sandbox['start']>>;
+  // still end in a clean exit 0, as must one sent right after the ready line. The end lets go of
+  // them, a failed start-up's too: the error's exit follows, and a signal meanwhile must not be
+  // swallowed.
+  const finished = new AbortController();
+  const signal = untilSignal(finished.signal);
   try {
-    ({ sandbox, ready } = await startSandbox(flags, logger));
-  } catch (err) {
-    failed.abort();
-    throw err;
+    const { sandbox, ready } = await startSandbox(flags, logger);
+    ctx.stdout.write(`${JSON.stringify(ready)}\n`);
+    logger.info({ signal: await signal }, 'stopping');
+    await sandbox.stop();
+  } finally {
+    finished.abort();
   }
-  ctx.stdout.write(`${JSON.stringify(ready)}\n`);
-  logger.info({ signal: await signal }, 'stopping');
-  await sandbox.stop();
   ctx.exitCode = 0;
 }
 
@@ -205,7 +203,8 @@ export function registerSandboxCommand(program: Command, ctx: CliContext): void 
     .addHelpText(
       'after',
       '\nPrints one JSON line {"url","apiKeys"} on stdout when ready (url = API_BASE_URL); logs go to stderr.\n' +
-        'Runs until SIGTERM or SIGINT, then exits 0. Admin endpoints: see src/sandbox/README.md.',
+        'Runs until SIGTERM or SIGINT, then exits 0 (143 or 130 on a second one during the stop). Admin\n' +
+        'endpoints: see src/sandbox/README.md.',
     )
     .action((flags: Flags) => run(flags, ctx));
 }

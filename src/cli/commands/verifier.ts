@@ -15,7 +15,7 @@ export function registerVerifierCommand(program: Command, ctx: CliContext): void
     )
     .addHelpText(
       'after',
-      '\nConfigured by environment variables (see README). Exit codes: 0 stopped, 1 failure, 2 configuration, 3 credentials refused by the upstream, 4 fenced.',
+      '\nConfigured by environment variables (see README). Exit codes: 0 stopped, 1 failure, 2 configuration, 3 credentials refused by the upstream, 4 fenced, 143 or 130 a second SIGTERM or SIGINT during the stop.',
     )
     .action(async (opts: { instanceId?: string }) => {
       const config = loadVerifierConfig(ctx.env);
