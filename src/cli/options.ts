@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { problemWith } from '../config/schema.ts';
 import { AbortedError } from '../errors.ts';
 import { parseInstant } from '../instant.ts';
 import type { Logger } from '../logger.ts';
@@ -30,6 +31,18 @@ export function ratio(value: string): number {
 export function nonEmpty(value: string): string {
   if (value.trim() === '') throw new InvalidArgumentError('must not be empty');
   return value;
+}
+
+/**
+ * A string option's value checked by a rule of the configuration (src/config/schema.ts), so that a
+ * flag and its variable refuse alike.
+ */
+export function checkedBy(rule: Parameters<typeof problemWith>[0]) {
+  return (value: string): string => {
+    const problem = problemWith(rule, value);
+    if (problem !== undefined) throw new InvalidArgumentError(problem);
+    return value;
+  };
 }
 
 export function collect(value: string, previous: string[] = []): string[] {

@@ -2,6 +2,20 @@ import { z } from 'zod';
 import { parseInstant } from '../instant.ts';
 
 const text = z.string().trim().min(1, 'must not be empty');
+// The export cursor's query parameter: any name a query can carry but the export's other parameter,
+// which the cursor would overwrite.
+const cursorParam = text.refine(
+  (v) => v !== 'updatedAfter',
+  "must not be updatedAfter, the export's other parameter",
+);
+/** Rules that code outside the configuration applies too: the sandbox to its options and flags. */
+const sharedRules = { nonEmpty: text, cursorParam };
+
+/** What `rule` finds wrong with `value` (its first message), or undefined when it holds. */
+export function problemWith(rule: keyof typeof sharedRules, value: string): string | undefined {
+  return sharedRules[rule].safeParse(value).error?.issues[0]?.message;
+}
+
 const flag = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], { message: 'must be true or false' })
   .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
@@ -121,10 +135,7 @@ export const connectorEnv = {
     .regex(/^[a-zA-Z0-9._-]{1,200}$/, 'must be letters, digits, ".", "_" or "-"')
     .default('fraudlink-alerts'),
   EXPORT_START: isoOrEarliest.default('earliest'),
-  // Any name a query can carry, but the export's other parameter: the cursor would overwrite it.
-  EXPORT_CURSOR_PARAM: text
-    .refine((v) => v !== 'updatedAfter', "must not be updatedAfter, the export's other parameter")
-    .default('cursor'),
+  EXPORT_CURSOR_PARAM: cursorParam.default('cursor'),
   POLL_INTERVAL_MS: int(0, 86_400_000).default(5000),
   CONNECTOR_TX_MAX_ROWS: int(1, 1_000_000).default(5000),
   CONNECTOR_TX_MAX_MS: int(1, 600_000).default(1000),

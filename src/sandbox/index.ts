@@ -1,6 +1,7 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { problemWith } from '../config/schema.ts';
 import { silentLogger } from '../logger.ts';
 import { holderNameFor } from './data.ts';
 import { FaultState, RateLimiter } from './faults.ts';
@@ -37,6 +38,16 @@ function checkOptions(o: SandboxOptions): void {
   if (o.pageSize === 0) throw new RangeError('sandbox option pageSize must be at least 1');
   if (o.basePath !== undefined && !/^(\/[\w.~-]+)*$/.test(o.basePath)) {
     throw new RangeError('sandbox option basePath must look like /api (no trailing slash)');
+  }
+  // The configuration's rules (the CLI's flags follow them too): an empty host listens on all
+  // interfaces, and a cursor named updatedAfter would collide with the export's other parameter.
+  const texts = [
+    ['host', o.host, 'nonEmpty'],
+    ['cursorParam', o.cursorParam, 'cursorParam'],
+  ] as const;
+  for (const [name, value, rule] of texts) {
+    const problem = value === undefined ? undefined : problemWith(rule, value);
+    if (problem !== undefined) throw new RangeError(`sandbox option ${name} ${problem}`);
   }
 }
 

@@ -14,7 +14,7 @@ export interface SandboxTls {
 }
 
 export interface SandboxOptions {
-  /** Default 127.0.0.1. */
+  /** Default 127.0.0.1; not empty (which would listen on all interfaces). */
   host?: string;
   /** Default 8080; 0 = any free port. */
   port?: number;
@@ -32,7 +32,7 @@ export interface SandboxOptions {
   pageSize?: number;
   /** Export requests per second per tenant, default 10; 0 = unlimited. */
   rateLimit?: number;
-  /** Query parameter of the export cursor, default `cursor`. */
+  /** Query parameter of the export cursor, default `cursor`; as EXPORT_CURSOR_PARAM, not `updatedAfter`. */
   cursorParam?: string;
   faults?: Partial<SandboxFaults>;
   tls?: SandboxTls;

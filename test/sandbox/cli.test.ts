@@ -87,21 +87,29 @@ describe('fraudlink sandbox', () => {
   }
 
   // Each was taken as given, and an empty value read as unset: --host '' listened on all interfaces,
-  // --tls-cert '' --tls-key '' served plain HTTP, --tls-ca '' asked for no client certificate.
-  const empty: [string, string[]][] = [
-    ['--host', ['--host', '']],
-    ['--cursor-param', ['--cursor-param', '']],
-    ['--api-key', ['--api-key', ' ']],
-    ['--tls-cert', ['--tls-cert', '', '--tls-key', '']],
-    ['--tls-ca', ['--tls-ca', '']],
+  // --tls-cert '' --tls-key '' served plain HTTP, --tls-ca '' asked for no client certificate; and
+  // --cursor-param updatedAfter, which EXPORT_CURSOR_PARAM refuses, collided with the export's other
+  // parameter.
+  const empty = 'must not be empty';
+  const refused: [string, string[], string][] = [
+    ['--host', ['--host', ''], empty],
+    ['--cursor-param', ['--cursor-param', ''], empty],
+    [
+      '--cursor-param',
+      ['--cursor-param', 'updatedAfter'],
+      "must not be updatedAfter, the export's other parameter",
+    ],
+    ['--api-key', ['--api-key', ' '], empty],
+    ['--tls-cert', ['--tls-cert', '', '--tls-key', ''], empty],
+    ['--tls-ca', ['--tls-ca', ''], empty],
   ];
-  for (const [flag, args] of empty) {
-    it(`exits 2 naming ${flag} when it is given empty, instead of serving`, async () => {
+  for (const [flag, args, problem] of refused) {
+    it(`exits 2 naming ${flag} when it is given "${args[1]}", instead of serving`, async () => {
       const cli = runCli(['sandbox', '--port', '0', '--alerts', '5', ...args], {});
       const outcome = await Promise.race([cli.exited, readyLine(cli).then((ready) => ready.url)]);
       expect(outcome).toBe(2);
       expect(cli.stderr()).toContain(`option '${flag} <`);
-      expect(cli.stderr()).toContain('must not be empty');
+      expect(cli.stderr()).toContain(problem);
       expect(cli.stdout()).toBe('');
     });
   }

@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/logger.ts';
+import { createSandbox } from '../../src/sandbox/index.ts';
 import { createListener, type HandlerDeps } from '../../src/sandbox/server.ts';
 import { call, exportPath, startSandbox } from './helpers.ts';
 
@@ -212,5 +213,22 @@ describe('the request listener', () => {
       expect.objectContaining({ status: 500, body: { code: 'INTERNAL', message: 'sandbox failure' } }),
     );
     expect(logged).toEqual([{ err: boom }]);
+  });
+});
+
+describe('createSandbox options', () => {
+  // Each was accepted: an empty host listened on all interfaces (the CLI refuses --host ''), and a
+  // cursor named updatedAfter collided with the export's other parameter (EXPORT_CURSOR_PARAM refuses it).
+  it.each([
+    ['an empty host', { host: '' }, 'sandbox option host must not be empty'],
+    ['a blank host', { host: '  ' }, 'sandbox option host must not be empty'],
+    ['an empty cursorParam', { cursorParam: '' }, 'sandbox option cursorParam must not be empty'],
+    [
+      'cursorParam updatedAfter',
+      { cursorParam: 'updatedAfter' },
+      "sandbox option cursorParam must not be updatedAfter, the export's other parameter",
+    ],
+  ])('refuses %s with a RangeError naming the option', (_what, options, message) => {
+    expect(() => createSandbox(options)).toThrow(new RangeError(message));
   });
 });

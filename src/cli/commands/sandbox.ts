@@ -8,7 +8,7 @@ import { createLogger, type Logger } from '../../logger.ts';
 import { checkFaults } from '../../sandbox/faults.ts';
 import type { Sandbox, SandboxFaults, SandboxOptions } from '../../sandbox/index.ts';
 import type { CliContext } from '../context.ts';
-import { collect, integer, nonEmpty, untilSignal } from '../options.ts';
+import { checkedBy, collect, integer, nonEmpty, untilSignal } from '../options.ts';
 
 const faultNames: Record<string, keyof SandboxFaults> = {
   latency: 'latencyMs',
@@ -190,7 +190,12 @@ export function registerSandboxCommand(program: Command, ctx: CliContext): void 
       integer(0, 1_000_000),
       10,
     )
-    .option('--cursor-param <name>', 'query parameter of the export cursor', nonEmpty, 'cursor')
+    .option(
+      '--cursor-param <name>',
+      'query parameter of the export cursor (as EXPORT_CURSOR_PARAM: not updatedAfter)',
+      checkedBy('cursorParam'),
+      'cursor',
+    )
     .option(
       '--fault <name=value>',
       `inject a fault (repeatable): ${Object.keys(faultNames).join(', ')}; e.g. latency=50 error-rate=0.1`,
