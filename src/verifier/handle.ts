@@ -49,7 +49,8 @@ export interface HandlerDeps {
   now?: () => number;
   /**
    * Custom reply topics the broker refuses the verifier (refused-topics.ts): their replies go to the
-   * default topic. A topic whose metadata the broker refuses (no Describe ACL) is added.
+   * default topic. A topic whose metadata the broker refuses (no Describe ACL) is added, and one whose
+   * subject the registry refuses the reply schema (its Avro replies only).
    */
   refusedReplyTopics?: RefusedReplyTopics;
 }
@@ -180,20 +181,33 @@ async function replyRecord(
     value = toJson(result);
   } else {
     const encoderOf = (topic: string) => unlessAborted(deps.replyEncoder(topic), signal, 'reply lookup');
-    let encoder: Encoder<VerificationResult>;
-    try {
-      encoder = await encoderOf(route.topic);
-    } catch (err) {
-      // The registry refuses the result schema under the requester's topic's subject (another schema
-      // registered there, incompatible): that stays so at every restart, and stopping would stop the
-      // verifier for every requester. Any other failure (a registry that cannot answer, refused
-      // credentials) is not that requester's doing: it stops the verifier, as on the default topic.
-      if (route.topic === config.repliesTopic || !isSchemaRefusal(err)) throw err;
+    const refused = deps.refusedReplyTopics;
+    let encoder: Encoder<VerificationResult> | undefined;
+    if (route.topic !== config.repliesTopic && refused?.schemaRefused(route.topic)) {
       metrics.refusedReplyTopics.inc();
       logger.warn(
-        { err, requestId, refused: route.topic },
-        "the registry refuses the reply schema for kafka_replyTopic's subject; replying on the default topic",
+        { requestId, refused: route.topic },
+        "the registry refused the reply schema for kafka_replyTopic's subject lately; replying on the default topic",
       );
+    } else {
+      try {
+        encoder = await encoderOf(route.topic);
+      } catch (err) {
+        // The registry refuses the result schema under the requester's topic's subject (another
+        // schema registered there, incompatible): that stays so at every restart, and stopping would
+        // stop the verifier for every requester. Any other failure (a registry that cannot answer,
+        // refused credentials) is not that requester's doing: it stops the verifier, as on the
+        // default topic. Remembered as a broker's refusal is: later requests do not ask again.
+        if (route.topic === config.repliesTopic || !isSchemaRefusal(err)) throw err;
+        refused?.refuseSchema(route.topic);
+        metrics.refusedReplyTopics.inc();
+        logger.warn(
+          { err, requestId, refused: route.topic, refusedForMs: refused?.ttlMs },
+          "the registry refuses the reply schema for kafka_replyTopic's subject; replying on the default topic",
+        );
+      }
+    }
+    if (encoder === undefined) {
       route.topic = config.repliesTopic;
       delete route.partition;
       encoder = await encoderOf(route.topic);

@@ -7,11 +7,14 @@ import type { VerificationResult } from './reply.ts';
  * reply), each remembered for `ttlMs`: their replies go to the default reply topic meanwhile, without
  * a failed transaction first. Then the topic is tried again, in case its owner has fixed it. Topics
  * that refused a record batch of several replies (a `max.message.bytes` smaller than those together)
- * are remembered as long, their replies sent each in a batch of its own meanwhile.
+ * are remembered as long, their replies sent each in a batch of its own meanwhile; so are topics
+ * whose subject the registry refused the reply schema, their Avro replies going to the default topic
+ * meanwhile without asking the registry again (their JSON replies need no schema).
  */
 export class RefusedReplyTopics {
   readonly #until = new Map<string, number>();
   readonly #batchesUntil = new Map<string, number>();
+  readonly #schemaUntil = new Map<string, number>();
   readonly ttlMs: number;
   readonly #now: () => number;
 
@@ -34,6 +37,14 @@ export class RefusedReplyTopics {
 
   batchesRefused(topic: string): boolean {
     return this.#held(this.#batchesUntil, topic);
+  }
+
+  refuseSchema(topic: string): void {
+    this.#schemaUntil.set(topic, this.#now() + this.ttlMs);
+  }
+
+  schemaRefused(topic: string): boolean {
+    return this.#held(this.#schemaUntil, topic);
   }
 
   #held(until: Map<string, number>, topic: string): boolean {

@@ -26,9 +26,10 @@ export interface VerifierDeps extends HandlerDeps {
 export const DRAIN_TIMEOUT_MS = 20_000;
 
 /**
- * How long a custom reply topic that refused a transaction for good stays refused: 5 minutes. Its
- * owner's fix (an ACL, a topic setting) is noticed that much later at worst, and each retry of a
- * topic still refused costs one failed transaction.
+ * How long a custom reply topic that refused a transaction for good stays refused: 5 minutes, and
+ * one whose subject the registry refused the reply schema. Its owner's fix (an ACL, a topic setting,
+ * the subject's schema) is noticed that much later at worst, and each retry of a topic still refused
+ * costs one failed transaction, or a registry round trip.
  */
 export const REFUSED_REPLY_TOPIC_MS = 5 * 60_000;
 

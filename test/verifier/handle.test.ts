@@ -259,6 +259,41 @@ describe('handleRequest when the registry refuses a reply topic', () => {
     expect(out.lines).toContainEqual(expect.objectContaining({ level: 'warn', refused: custom }));
   });
 
+  it('remembers the refusal: later Avro replies for the topic go to the default topic without asking, its JSON replies still to it', async () => {
+    const asked: string[] = [];
+    const client = await fakeRegistry(409);
+    const refused = new RefusedReplyTopics(60_000);
+    const out = logCapture();
+    const handlerDeps = through(client, {
+      refusedReplyTopics: refused,
+      logger: createLogger({ level: 'warn', destination: out.stream }),
+    });
+    const replyEncoder = handlerDeps.replyEncoder;
+    handlerDeps.replyEncoder = (topic) => {
+      asked.push(topic);
+      return replyEncoder(topic);
+    };
+    const replyTopics = async (record: IncomingRecord) =>
+      (await handleRequest(record, handlerDeps))
+        .filter((r) => r.topic !== config.verifier.dlqTopic)
+        .map((r) => r.topic);
+    expect(await replyTopics(avroRequestFor(custom))).toEqual([config.verifier.repliesTopic]);
+    expect(refused.schemaRefused(custom)).toBe(true);
+    expect(await replyTopics(avroRequestFor(custom))).toEqual([config.verifier.repliesTopic]);
+    expect(asked).toEqual([custom, config.verifier.repliesTopic, config.verifier.repliesTopic]);
+    expect(await replyTopics(jsonRequest({ kafka_replyTopic: Buffer.from(custom) }))).toEqual([custom]);
+    expect(out.lines.map((l) => [l.msg, l.refused])).toEqual([
+      [
+        "the registry refuses the reply schema for kafka_replyTopic's subject; replying on the default topic",
+        custom,
+      ],
+      [
+        "the registry refused the reply schema for kafka_replyTopic's subject lately; replying on the default topic",
+        custom,
+      ],
+    ]);
+  });
+
   it.each([401, 403])(
     'stops (rejects), as on the default topic, when the registry refuses the verifier its credentials (%i), rather than moving the reply',
     async (status) => {

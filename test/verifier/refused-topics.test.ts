@@ -16,4 +16,15 @@ describe('RefusedReplyTopics', () => {
     refused.refuse('replies.team-a');
     expect(refused.has('replies.team-a')).toBe(true);
   });
+
+  it("holds a topic whose subject the registry refused apart from the broker's refusals, as long", () => {
+    let clock = 1_000;
+    const refused = new RefusedReplyTopics(60_000, () => clock);
+    refused.refuseSchema('replies.team-a');
+    expect(refused.schemaRefused('replies.team-a')).toBe(true);
+    // Its JSON replies need no schema: the broker has not refused the topic.
+    expect(refused.has('replies.team-a')).toBe(false);
+    clock += 60_000;
+    expect(refused.schemaRefused('replies.team-a')).toBe(false);
+  });
 });

@@ -1,8 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { TimeoutError } from '../../src/errors.ts';
 import { CODECS } from '../../src/kafka/codecs.ts';
-import { batchBytes, type Producer } from '../../src/kafka/index.ts';
+import { batchBytes, type Producer, subjectFor } from '../../src/kafka/index.ts';
 import type { SandboxOptions } from '../../src/sandbox/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { runCli } from '../helpers/cli.ts';
@@ -29,6 +32,41 @@ async function sendMatchingRequests(
       headers: { 'content-type': 'application/json', 'vop-deadline': String(Date.now() + 120_000) },
     })),
   );
+}
+
+/**
+ * A proxy to the registry at `target`, to point a verifier's SCHEMA_REGISTRY_URL at: it forwards
+ * every request as it is and notes those naming `subject` (method and path) in `asked`.
+ */
+async function countingProxy(target: string, subject: string) {
+  const registry = new URL(target);
+  const asked: string[] = [];
+  const server = createServer((req, res) => {
+    if (req.url?.includes(subject)) asked.push(`${req.method} ${req.url}`);
+    const forward = request(
+      {
+        host: registry.hostname,
+        port: registry.port,
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on('error', (err) => res.destroy(err));
+    req.pipe(forward);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  onTestFinished(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}${registry.pathname}`, asked };
 }
 
 /** A started verifier on a harness of its own, a producer, and a reader of its default reply topic. */
@@ -204,8 +242,8 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(verifier.stderr()).toContain('kafka_replyTopic refused');
   });
 
-  it("replies on the default topic, with a warning, when the registry refuses the reply schema under kafka_replyTopic's subject (409)", async () => {
-    const { h, producer, replies, verifier } = await runningVerifier();
+  it("replies on the default topic, with a warning, when the registry refuses the reply schema under kafka_replyTopic's subject (409), and does not ask again for later requests", async () => {
+    const h = await verifierHarness();
     // The requester's subject holds another VerificationResult, which ours cannot read (BACKWARD).
     await h.registry.register(h.customReplyTopic, {
       type: 'record',
@@ -213,27 +251,47 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
       namespace: 'fraudlink.vop',
       fields: [{ name: 'ticket', type: 'string' }],
     });
+    const subject = subjectFor(h.customReplyTopic, loadSchema(SchemaNames.VerificationResult));
+    const registry = await countingProxy(h.env.SCHEMA_REGISTRY_URL, subject);
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
     const custom = await collect(h.kafka, h.customReplyTopic);
+    const verifier = h.start('one', { SCHEMA_REGISTRY_URL: registry.url });
+    await verifier.logLine(ready);
     const encoder = await h.registry.encoder(
       h.config.verifier.requestsTopic,
       loadSchema(SchemaNames.VerificationRequest),
     );
-    const requestedAt = Date.now();
-    await producer.send([
-      {
-        topic: h.config.verifier.requestsTopic,
-        key: 'subject-1',
-        value: encoder.encode({ requestId: 'subject-1', iban: IBAN, partyName: 'Anna Schmidt', requestedAt }),
-        headers: { kafka_replyTopic: h.customReplyTopic, 'vop-deadline': String(requestedAt + 120_000) },
-      },
-    ]);
+    const send = (requestId: string) => {
+      const requestedAt = Date.now();
+      return producer.send([
+        {
+          topic: h.config.verifier.requestsTopic,
+          key: requestId,
+          value: encoder.encode({ requestId, iban: IBAN, partyName: 'Anna Schmidt', requestedAt }),
+          headers: { kafka_replyTopic: h.customReplyTopic, 'vop-deadline': String(requestedAt + 120_000) },
+        },
+      ]);
+    };
+    await send('subject-1');
     const [reply] = await replies.until((r) => r.length >= 1);
     expect(reply?.key?.toString()).toBe('subject-1');
     expect((await h.registry.decode(reply?.value ?? null)).value).toMatchObject({ requestId: 'subject-1' });
+    const asked = [...registry.asked];
+    expect(asked).toContainEqual(expect.stringMatching(/^POST .*\/versions$/));
+    // Remembered: the next request's reply goes to the default topic without asking the registry.
+    await send('subject-2');
+    const [, later] = await replies.until((r) => r.length >= 2);
+    expect(later?.key?.toString()).toBe('subject-2');
+    expect(registry.asked).toEqual(asked);
     verifier.child.kill('SIGTERM');
     expect(await verifier.exited).toBe(0);
+    expect(
+      verifier.stderr().match(/the registry refuses the reply schema for kafka_replyTopic's subject/g),
+    ).toHaveLength(1);
     expect(verifier.stderr()).toContain(
-      "the registry refuses the reply schema for kafka_replyTopic's subject",
+      "the registry refused the reply schema for kafka_replyTopic's subject lately",
     );
     expect(custom.records).toHaveLength(0);
   });
