@@ -56,9 +56,16 @@ export class RefusedReplyTopics {
   }
 }
 
+/** A reply moved to the default reply topic off the topic it `refused`, and `why`. */
+interface Move {
+  requestId: string;
+  refused: string;
+  why: string;
+}
+
 /**
  * `records` with each reply meant for a custom reply topic that `refused` names moved to the default
- * reply topic, on the partition of its key, counted and logged with `why`. An Avro reply is encoded
+ * reply topic, on the partition of its key, noted in `moves` with `why`. An Avro reply is encoded
  * again under the default topic's subject (the same schema; its reader is cached since its encoder
  * was made). DLQ copies and default-topic replies stay as they are.
  */
@@ -67,23 +74,23 @@ async function movedToDefaultTopic(
   refused: (topic: string) => boolean,
   deps: HandlerDeps,
   why: string,
+  moves: Move[],
 ): Promise<OutgoingRecord[]> {
   const { repliesTopic, dlqTopic } = deps.config;
-  const moves = (record: OutgoingRecord) =>
+  const toMove = (record: OutgoingRecord) =>
     record.topic !== repliesTopic && record.topic !== dlqTopic && refused(record.topic);
   // Every commit passes here: most move nothing, and keep their records as they are.
-  if (!records.some(moves)) return records;
+  if (!records.some(toMove)) return records;
   return Promise.all(
     records.map(async (record) => {
-      if (!moves(record)) return record;
+      if (!toMove(record)) return record;
       const { partition: _, ...moved } = record;
       moved.topic = repliesTopic;
       if (String(record.headers?.['content-type']) !== 'application/json') {
         const { value } = await deps.registry.decode(record.value);
         moved.value = (await deps.replyEncoder(repliesTopic)).encode(value as unknown as VerificationResult);
       }
-      deps.metrics.refusedReplyTopics.inc();
-      deps.logger.warn({ requestId: String(record.key), refused: record.topic }, why);
+      moves.push({ requestId: String(record.key), refused: record.topic, why });
       return moved;
     }),
   );
@@ -105,7 +112,8 @@ function batchRefusals(err: unknown, records: OutgoingRecord[], unbatched: Reado
  * Runs `transaction` on `records`, the replies to a topic in `refused` moved to the default topic
  * first. One that custom reply topics refuse for good (refusedTopicsOf: an ACL, a max.message.bytes
  * smaller than a reply) is redone, on a renewed producer, with those topics' replies on the default
- * topic, the topics remembered in `refused`: every request still gets one reply in one committed
+ * topic, the topics remembered in `refused`; each moved reply is counted and warned once the
+ * transaction that carries it committed. Every request still gets one reply in one committed
  * transaction, and one requester's topic does not fail the batch of every requester of its
  * partitions, at every restart. A topic that refused a batch of several replies for its size is
  * first tried again with each reply in a batch of its own (batchRefusals), and moved only when it
@@ -125,11 +133,17 @@ export async function transactionAvoidingRefusedTopics(
   },
 ): Promise<boolean> {
   const { repliesTopic, dlqTopic } = deps.config;
+  /**
+   * Counted and warned once their transaction committed: a commit given up (dropped) or failed moved
+   * none of them, and the requests' next owner answers them.
+   */
+  const moves: Move[] = [];
   records = await movedToDefaultTopic(
     records,
     (topic) => refused.has(topic),
     deps,
     'kafka_replyTopic refused by the broker lately; replying on the default topic',
+    moves,
   );
   /** The topics cut into batches of one reply by this call's redos. */
   const cut = new Set<string>();
@@ -140,6 +154,10 @@ export async function transactionAvoidingRefusedTopics(
     );
     try {
       await producer.transaction(records, unbatched);
+      for (const { requestId, refused: topic, why } of moves) {
+        deps.metrics.refusedReplyTopics.inc();
+        deps.logger.warn({ requestId, refused: topic }, why);
+      }
       return true;
     } catch (err) {
       const topics = new Set(refusedTopicsOf(err));
@@ -174,6 +192,7 @@ export async function transactionAvoidingRefusedTopics(
         (topic) => topics.has(topic),
         deps,
         'kafka_replyTopic refused by the broker; replying on the default topic',
+        moves,
       );
     }
   }

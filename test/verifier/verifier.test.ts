@@ -10,9 +10,10 @@ import type {
   OutgoingRecord,
   TransactionOptions,
 } from '../../src/kafka/index.ts';
-import { silentLogger } from '../../src/logger.ts';
+import { createLogger, type Logger, silentLogger } from '../../src/logger.ts';
 import { createVerifierMetrics } from '../../src/verifier/metrics.ts';
 import { createVerifier } from '../../src/verifier/verifier.ts';
+import { logCapture } from '../helpers/log.ts';
 
 /** An upstream answer the test releases when it chooses. */
 function heldAnswers() {
@@ -93,6 +94,8 @@ async function startedVerifier(
     transactionGate?: () => Promise<void>;
     /** An error for a transaction's records that the broker would refuse (undefined: none). */
     refusal?: (records: OutgoingRecord[]) => Error | undefined;
+    /** Default: silent. */
+    logger?: Logger;
   } = {},
 ) {
   let consumerOptions: GroupConsumerOptions | undefined;
@@ -165,7 +168,7 @@ async function startedVerifier(
     partitionCount: async () => 3,
     dlqMaxBytes: 1_048_588,
     metrics,
-    logger: silentLogger(),
+    logger: options.logger ?? silentLogger(),
     ...(options.drainTimeoutMs !== undefined && { drainTimeoutMs: options.drainTimeoutMs }),
   });
   await verifier.start();
@@ -458,12 +461,14 @@ describe('verifier reply topics the broker refuses', () => {
     ]);
   });
 
-  it('answers a request once when the consumer crashed during its refused transaction: its redo is dropped, not committed without a member', async () => {
+  it('answers a request once when the consumer crashed during its refused transaction: its redo is dropped, not committed without a member, nor counted or warned as moved', async () => {
     const upstream = heldAnswers();
     const refused = Promise.withResolvers<void>();
     let crash = () => {};
-    const { verifier, consumer, transactions, memberships, attempts } = await startedVerifier({
+    const out = logCapture();
+    const { verifier, consumer, transactions, memberships, attempts, metrics } = await startedVerifier({
       verify: upstream.verify,
+      logger: createLogger({ level: 'warn', destination: out.stream }),
       refusal(records) {
         const error = refusedBy(custom)(records);
         if (error) {
@@ -493,6 +498,12 @@ describe('verifier reply topics the broker refuses', () => {
     ]);
     expect(transactions).toEqual([{ keys: ['r-0-0'], offsets: [{ partition: 0, offset: '1' }] }]);
     expect(memberships).toEqual([rejoined]);
+    // One reply moved to the default topic was committed, by the rejoined member: the redo given up
+    // moved none for good.
+    expect((await metrics.refusedReplyTopics.get()).values[0]?.value).toBe(1);
+    expect(out.lines.filter((l) => l.requestId !== undefined).map((l) => [l.msg, l.requestId])).toEqual([
+      ['kafka_replyTopic refused by the broker lately; replying on the default topic', 'r-0-0'],
+    ]);
   });
 
   it('stops, as on any failed transaction, when the default reply topic refuses its records', async () => {
