@@ -10,6 +10,17 @@ import { type FraudlinkError, SchemaRegistryError } from '../errors.ts';
 const NETWORK_FAILURE =
   /\b(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EPIPE|socket hang up)\b|\bTimeout \(\d+ ?ms\)|\bClient network socket disconnected before secure TLS connection was established\b/;
 
+/**
+ * A registry that refuses every write for now, an operator's doing that ends: Confluent's READONLY,
+ * READONLY_OVERRIDE or IMPORT mode (422, error_code 42205: "Subject … is in read-only mode", "… is
+ * not in read-write mode") and Apicurio's read-only storage (`apicurio.storage.read-only.enabled`:
+ * 409, error_code 0, "Unsupported write operation. Storage is in read-only mode."). The client keeps
+ * neither the body nor its error_code, only the body's message in its own: that wording is all that
+ * tells these from a schema refused as invalid (422, 42201) or incompatible (409). Apicurio's ccompat
+ * `PUT /mode` READONLY is stored but not enforced (3.3.3 still registers).
+ */
+const READ_ONLY = /\bread-only mode\b|\bnot in read-write mode\b/i;
+
 function statusOf(err: unknown): number | undefined {
   const status = (err as { status?: unknown } | null)?.status;
   return typeof status === 'number' ? status : undefined;
@@ -32,12 +43,14 @@ export function isRefused(err: unknown): boolean {
  * error_code 42201; the client keeps only the status). Also the client's own refusal to register
  * under a subject configured with a compatibility level other than the one it was given. Each stays
  * so until someone changes that subject, and concerns that subject only; a refused account (401,
- * 403), a wrong URL (404) or a failing registry concern every subject.
+ * 403), a wrong URL (404), a registry in read-only mode (READ_ONLY: 409 or 422 too) or a failing
+ * registry concern every subject.
  */
 export function isSchemaRefusal(err: unknown): boolean {
   const seen = new Set<unknown>();
   for (let e: unknown = err; e instanceof Error && !seen.has(e); e = e.cause) {
     seen.add(e);
+    if (READ_ONLY.test(e.message)) return false;
     const status = statusOf(e);
     if (status === 409 || status === 422 || e.name === 'ConfluentSchemaRegistryCompatibilityError')
       return true;
@@ -45,10 +58,13 @@ export function isSchemaRefusal(err: unknown): boolean {
   return false;
 }
 
-/** True when asking again later may succeed: the registry is unreachable, overloaded or failing. */
+/**
+ * True when asking again later may succeed: the registry is unreachable, overloaded or failing, or
+ * refuses writes for now (READ_ONLY).
+ */
 export function isRetriableRegistryFailure(err: unknown): boolean {
   const message = err instanceof Error ? err.message : String(err);
-  if (NETWORK_FAILURE.test(message)) return true;
+  if (NETWORK_FAILURE.test(message) || READ_ONLY.test(message)) return true;
   const status = statusOf(err);
   return status !== undefined && (status >= 500 || status === 408 || status === 429);
 }

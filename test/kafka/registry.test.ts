@@ -4,6 +4,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DecodeError, isRetriable, SchemaRegistryError } from '../../src/errors.ts';
 import { createSchemaRegistry, REGISTRY_TIMEOUT_MS } from '../../src/kafka/registry.ts';
+import { isSchemaRefusal } from '../../src/kafka/registry-errors.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 
 /** A registry that accepts connections and then never answers (or answers only `partial`). */
@@ -192,5 +193,83 @@ describe('schema registry client on a 404', () => {
     expect((err as Error).message).toMatch(
       /^reading schema id 7 answered 404, and so did listing the registry's subjects .*SCHEMA_REGISTRY_URL/,
     );
+  });
+});
+
+/**
+ * A registry that answers a subject's config BACKWARD and every registration `status` with `body`,
+ * as the registry named in the test's title answers it (Apicurio 3.3.3's answers as seen from it).
+ */
+async function refusingRegistry(status: number, body: { error_code: number; message: string }) {
+  const server = createHttpServer((req, res) => {
+    const config = req.method === 'GET' && req.url?.includes('/config/');
+    req.resume();
+    res.writeHead(config ? 200 : status, { 'content-type': 'application/vnd.schemaregistry.v1+json' });
+    res.end(JSON.stringify(config ? { compatibilityLevel: 'BACKWARD' } : body));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  httpServers.push(server);
+  const { port } = server.address() as { port: number };
+  return `http://127.0.0.1:${port}/apis/ccompat/v7`;
+}
+
+describe('schema registry client on a refused registration', () => {
+  const register = async (url: string) =>
+    (
+      await failureOf(
+        createSchemaRegistry({ url }).register('replies', loadSchema(SchemaNames.VerificationResult)),
+      )
+    ).err;
+
+  it.each([
+    [
+      "Apicurio's read-only storage",
+      409,
+      { error_code: 0, message: 'Unsupported write operation. Storage is in read-only mode.' },
+    ],
+    [
+      "Confluent's READONLY mode",
+      422,
+      { error_code: 42205, message: 'Subject replies-fraudlink.vop.VerificationResult is in read-only mode' },
+    ],
+    [
+      "Confluent's IMPORT mode",
+      422,
+      {
+        error_code: 42205,
+        message: 'Subject replies-fraudlink.vop.VerificationResult is not in read-write mode',
+      },
+    ],
+  ])(
+    'takes %s for a registry refusing writes for now (retriable), not for a refused schema',
+    async (_, status, body) => {
+      const err = await register(await refusingRegistry(status, body));
+      expect(err).toBeInstanceOf(SchemaRegistryError);
+      expect((err as Error).message).toContain(body.message);
+      expect(isRetriable(err)).toBe(true);
+      expect(isSchemaRefusal(err)).toBe(false);
+    },
+  );
+
+  it.each([
+    [
+      'an incompatible schema (409)',
+      409,
+      {
+        error_code: 409,
+        message: 'io.apicurio.registry.rules.violation.RuleViolationException: Incompatible artifact',
+      },
+    ],
+    [
+      'an invalid schema (422)',
+      422,
+      { error_code: 42201, message: 'Failed to discover artifact type from content.' },
+    ],
+  ])('takes %s for a refused schema, final', async (_, status, body) => {
+    const err = await register(await refusingRegistry(status, body));
+    expect(err).toBeInstanceOf(SchemaRegistryError);
+    expect(isRetriable(err)).toBe(false);
+    expect(isSchemaRefusal(err)).toBe(true);
   });
 });

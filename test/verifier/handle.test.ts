@@ -208,14 +208,17 @@ describe('handleRequest when the registry refuses a reply topic', () => {
    */
   async function fakeRegistry(
     status: number,
-    options: { everything?: boolean; compatibility?: string } = {},
+    options: { everything?: boolean; compatibility?: string; body?: object } = {},
   ) {
     const server = createServer((req, res) => {
       const config = req.method === 'GET' && req.url?.includes('/config/');
       const [code, body] =
         config && !options.everything
           ? [200, { compatibilityLevel: options.compatibility ?? 'BACKWARD' }]
-          : [status, { error_code: status === 422 ? 42201 : status, message: `answered ${status}` }];
+          : [
+              status,
+              options.body ?? { error_code: status === 422 ? 42201 : status, message: `answered ${status}` },
+            ];
       req.resume();
       res.writeHead(code, { 'content-type': 'application/vnd.schemaregistry.v1+json' });
       res.end(JSON.stringify(body));
@@ -305,6 +308,22 @@ describe('handleRequest when the registry refuses a reply topic', () => {
       expect((await metrics.refusedReplyTopics.get()).values[0]?.value).toBe(0);
     },
   );
+
+  it("stops (rejects) when the registry refuses writes for now (Apicurio's read-only storage: 409), rather than moving the reply or remembering the topic", async () => {
+    const metrics = createVerifierMetrics(new Registry());
+    const refused = new RefusedReplyTopics(60_000);
+    const client = await fakeRegistry(409, {
+      body: { error_code: 0, message: 'Unsupported write operation. Storage is in read-only mode.' },
+    });
+    const handling = handleRequest(
+      avroRequestFor(custom),
+      through(client, { metrics, refusedReplyTopics: refused }),
+    );
+    await expect(handling).rejects.toMatchObject({ retriable: true });
+    await expect(handling).rejects.toThrow('Storage is in read-only mode');
+    expect((await metrics.refusedReplyTopics.get()).values[0]?.value).toBe(0);
+    expect(refused.schemaRefused(custom)).toBe(false);
+  });
 
   it('stops (rejects) when the registry cannot answer, rather than moving the reply', async () => {
     const down = new SchemaRegistryError('registering subject failed: ECONNREFUSED', { retriable: true });
