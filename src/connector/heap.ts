@@ -15,13 +15,29 @@ import { setFlagsFromString } from 'node:v8';
  */
 export const CONNECTOR_HEAP_GROWING_PERCENT = 15;
 
+/** The percent boundHeapGrowth set in this process, once it has. */
+let inForce: number | undefined;
+
 /**
  * Sets V8's heap growing factor for this process (the main thread and the page worker), unless node
  * was started with `--heap-growing-percent` of its own. Returns the percent in force, or undefined
  * when it was left to the command line. Process-wide: for the `connector` command only.
+ *
+ * The launcher (bin/fraudlink.js) calls it before it loads the CLI. V8 sets a heap's next full
+ * collection at each full collection, and loading the CLI runs the first: bounded only from the
+ * command's action, the main thread grew to ~58 MB before its second one, and that start-up burst
+ * was the run's peak RSS in half the runs (`BENCH_ROWS=1000000 npm run bench -- connector`, four
+ * pairs alternating: peak RSS 189, 185, 199, 191 MB bounded first against 210, 204, 200, 197 MB, at
+ * the same CPU per row).
  */
 export function boundHeapGrowth(execArgv: readonly string[] = process.execArgv): number | undefined {
   if (execArgv.some((arg) => /^--heap[-_]growing[-_]percent\b/.test(arg))) return undefined;
-  setFlagsFromString(`--heap-growing-percent=${CONNECTOR_HEAP_GROWING_PERCENT}`);
-  return CONNECTOR_HEAP_GROWING_PERCENT;
+  if (inForce === undefined) setFlagsFromString(`--heap-growing-percent=${CONNECTOR_HEAP_GROWING_PERCENT}`);
+  inForce = CONNECTOR_HEAP_GROWING_PERCENT;
+  return inForce;
+}
+
+/** What boundHeapGrowth has set in this process: its percent, or undefined before it has. */
+export function heapGrowthBound(): number | undefined {
+  return inForce;
 }

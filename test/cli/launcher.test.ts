@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { CONNECTOR_HEAP_GROWING_PERCENT } from '../../src/connector/heap.ts';
 
 // bin/fraudlink.js as the image runs it: as PID 1, in a new pid namespace where `unshare` may create
 // one (a root or user-namespace-enabled machine). The kernel drops a signal that PID 1 has no handler
@@ -109,5 +110,17 @@ describe(`bin/fraudlink.js (${asPid1 ? 'as PID 1 in a new pid namespace' : 'unsh
     process.kill(cli.nodePid(), 'SIGINT');
     expect(await cli.exited).toBe(130);
     expect(cli.stderr()).not.toContain('start-up did not end after the stop request');
+  });
+
+  it("bounds the connector's V8 heap growth before the CLI loads, and no other command's", async () => {
+    const run = async (args: string[]) => {
+      const cli = launch(args);
+      const { heapGrowingPercent } = await cli.line('holding the CLI');
+      cli.child.stdin.end();
+      expect(await cli.exited).toBe(0);
+      return heapGrowingPercent;
+    };
+    expect(await run(['connector', '--help'])).toBe(CONNECTOR_HEAP_GROWING_PERCENT);
+    expect(await run(['sandbox', '--help'])).toBeUndefined();
   });
 });
