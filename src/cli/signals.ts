@@ -33,22 +33,33 @@ export function keepStopSignals(exit: (code: number) => void = exitProcess): voi
 }
 
 /**
+ * How long after the first stop signal the same signal again is taken for that one delivered twice:
+ * `npm run` and `npx` forward a terminal's Ctrl-C to the command, which gets it from the terminal as
+ * well (one process group), a few ms apart. A second Ctrl-C of a person's comes later.
+ */
+export const REPEAT_WINDOW_MS = 500;
+
+/**
  * Calls `listener` on the first SIGTERM or SIGINT; any stop signal after it, while the command stops,
  * ends the process at once with signalExitCode, as a second Ctrl-C does outside PID 1 (the default
- * action). Both hold until the returned function is called, which the command does once it has
- * ended, stopped or not: no listener outlives it. Takes the signals over from the keeper, which is
- * gone from then on. A signal the keeper had not yet handled reaches `listener`: Node emits a signal
- * to the listeners present when it handles it.
+ * action), but the same signal again within REPEAT_WINDOW_MS. Both hold until the returned function
+ * is called, which the command does once it has ended, stopped or not: no listener outlives it.
+ * Takes the signals over from the keeper, which is gone from then on. A signal the keeper had not yet
+ * handled reaches `listener`: Node emits a signal to the listeners present when it handles it.
  */
 export function onStopSignal(
   listener: (signal: NodeJS.Signals) => void,
   exit: (code: number) => void = exitProcess,
+  now: () => number = performance.now.bind(performance),
 ): () => void {
-  let stopping = false;
+  let first: { signal: NodeJS.Signals; at: number } | undefined;
   const off = listen((signal) => {
-    if (stopping) return exit(signalExitCode(signal));
-    stopping = true;
-    listener(signal);
+    if (!first) {
+      first = { signal, at: now() };
+      return listener(signal);
+    }
+    if (signal === first.signal && now() - first.at < REPEAT_WINDOW_MS) return;
+    exit(signalExitCode(signal));
   });
   // Only after `listener` is added: Node stops watching a signal when its last listener goes, and
   // for that moment the kernel's default action would apply (for PID 1, the signal dropped).

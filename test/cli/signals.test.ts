@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { keepStopSignals, onStopSignal, signalExitCode } from '../../src/cli/signals.ts';
+import { keepStopSignals, onStopSignal, REPEAT_WINDOW_MS, signalExitCode } from '../../src/cli/signals.ts';
 
 // The keeper in this process, with a stand-in for process.exit; launcher.test.ts runs the real one.
 describe('signal keeper', () => {
@@ -41,14 +41,47 @@ describe('signal keeper', () => {
   it('ends the process with 128 + the number of a second stop signal while the command stops, until it has ended', () => {
     const exit = vi.fn();
     const listener = vi.fn();
-    const off = onStopSignal(listener, exit);
+    let clock = 0;
+    const off = onStopSignal(listener, exit, () => clock);
     process.emit('SIGTERM');
     expect(listener.mock.calls).toEqual([['SIGTERM']]);
     expect(exit).not.toHaveBeenCalled();
+    clock = REPEAT_WINDOW_MS;
     process.emit('SIGINT');
     process.emit('SIGTERM');
     expect(exit.mock.calls).toEqual([[130], [143]]);
     expect(listener).toHaveBeenCalledOnce();
+    off();
+  });
+
+  // npm run and npx forward a terminal's Ctrl-C, which the command gets from the terminal as well: a
+  // single Ctrl-C skipped the graceful stop.
+  it('takes the same signal again within the repeat window for the first one delivered twice', () => {
+    const exit = vi.fn();
+    const listener = vi.fn();
+    let clock = 1000;
+    const off = onStopSignal(listener, exit, () => clock);
+    process.emit('SIGINT');
+    clock += REPEAT_WINDOW_MS - 1;
+    process.emit('SIGINT');
+    expect(listener.mock.calls).toEqual([['SIGINT']]);
+    expect(exit).not.toHaveBeenCalled();
+    clock += 1;
+    process.emit('SIGINT');
+    expect(exit.mock.calls).toEqual([[130]]);
+    off();
+  });
+
+  it('ends the process on another stop signal at once, within the repeat window too', () => {
+    const exit = vi.fn();
+    const off = onStopSignal(
+      () => {},
+      exit,
+      () => 0,
+    );
+    process.emit('SIGINT');
+    process.emit('SIGTERM');
+    expect(exit.mock.calls).toEqual([[143]]);
     off();
   });
 
