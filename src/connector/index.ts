@@ -1,6 +1,12 @@
 import { Registry } from 'prom-client';
 import type { ConnectorConfig } from '../config/index.ts';
-import { createKafkaClient, createSchemaRegistry, type KafkaClient, type TopicSpec } from '../kafka/index.ts';
+import {
+  createKafkaClient,
+  createSchemaRegistry,
+  type KafkaClient,
+  retriedAtStartUp,
+  type TopicSpec,
+} from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
 import { createOpsServer } from '../observability/http-server.ts';
 import { type Connector, createConnector, retryReporter } from './connector.ts';
@@ -56,9 +62,10 @@ export async function startConnector(config: ConnectorConfig, logger: Logger): P
   } finally {
     await admin.close();
   }
-  const encoders = await registerAlertSchemas(
-    createSchemaRegistry(config.registry),
-    config.topics.alertsTopic,
+  const schemaRegistry = createSchemaRegistry(config.registry);
+  const encoders = await retriedAtStartUp(
+    () => registerAlertSchemas(schemaRegistry, config.topics.alertsTopic),
+    log,
   );
   const registry = new Registry();
   const metrics = createConnectorMetrics(registry);

@@ -9,6 +9,7 @@ export {
   type Encoder,
   fullName,
   type RegistryCompatibility,
+  retriedAtStartUp,
   type SchemaRegistryClient,
   type SchemaRegistryOptions,
   subjectFor,

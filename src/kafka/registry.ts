@@ -2,6 +2,8 @@ import { COMPATIBILITY, SchemaRegistry, SchemaType } from '@kafkajs/confluent-sc
 import type avro from 'avsc';
 import type { RegistryConfig } from '../config/index.ts';
 import { DecodeError, SchemaRegistryError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { retry } from '../retry.ts';
 import {
   type AvroSchemaJson,
   avroEncoder,
@@ -36,6 +38,12 @@ export interface SchemaRegistryOptions extends RegistryConfig {
  * no timeout of its own).
  */
 export const REGISTRY_TIMEOUT_MS = 10_000;
+
+/**
+ * How often the client itself asks again after a failed connection or a 5xx, within ~3 s
+ * (mappersmith's retry middleware); a timed-out request it does not ask again.
+ */
+export const REGISTRY_CLIENT_RETRIES = 5;
 
 type RegistryMiddleware = NonNullable<ConstructorParameters<typeof SchemaRegistry>[0]['middlewares']>[number];
 
@@ -88,10 +96,27 @@ function decodeWith(reader: Reader, schemaId: number, body: Buffer): Decoded {
   }
 }
 
+/**
+ * Runs a start-up step that asks the registry (the schemas a component writes, registered before it
+ * starts), again while the registry fails retriably: unreachable, answering 5xx, 408 or 429 past the
+ * client's own retries, or silent for REGISTRY_TIMEOUT_MS (restarting, or slow under load).
+ * defaultRetryPolicy: 5 more attempts over ~6 s of backoff; a failure after them, or one not
+ * retriable (refused credentials, a schema refused), ends the start-up as before.
+ */
+export function retriedAtStartUp<T>(step: () => Promise<T>, logger: Pick<Logger, 'warn'>): Promise<T> {
+  return retry(step, {
+    onRetry: ({ attempt, delayMs, error }) =>
+      logger.warn(
+        { err: error, attempt, delayMs },
+        'the schema registry failed during start-up; trying again',
+      ),
+  });
+}
+
 export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegistryClient {
   const args: ConstructorParameters<typeof SchemaRegistry>[0] = {
     host: options.url,
-    retry: { retries: 5 },
+    retry: { retries: REGISTRY_CLIENT_RETRIES },
     middlewares: [timeoutMiddleware(options.timeoutMs ?? REGISTRY_TIMEOUT_MS)],
   };
   if (options.auth) args.auth = options.auth;

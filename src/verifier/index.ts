@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { Registry } from 'prom-client';
 import { createApiClient } from '../api/index.ts';
 import type { VerifierConfig } from '../config/index.ts';
-import { createKafkaClient, createSchemaRegistry, type Encoder } from '../kafka/index.ts';
+import { createKafkaClient, createSchemaRegistry, type Encoder, retriedAtStartUp } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
 import { createOpsServer } from '../observability/http-server.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
@@ -74,7 +74,10 @@ export async function startVerifier(
     );
   }
   const registry = createSchemaRegistry(config.registry);
-  await registry.encoder(v.requestsTopic, loadSchema(SchemaNames.VerificationRequest));
+  await retriedAtStartUp(
+    () => registry.encoder(v.requestsTopic, loadSchema(SchemaNames.VerificationRequest)),
+    log,
+  );
   const encoders = new Map<string, Promise<Encoder<VerificationResult>>>();
   const replyEncoder = (topic: string) => {
     let encoder = encoders.get(topic);
@@ -85,7 +88,7 @@ export async function startVerifier(
     }
     return encoder;
   };
-  await replyEncoder(v.repliesTopic);
+  await retriedAtStartUp(() => replyEncoder(v.repliesTopic), log);
   const partitionCount = cachedPartitionCounts(
     (topic) => admin.partitionCount(topic),
     PARTITION_COUNT_TTL_MS,

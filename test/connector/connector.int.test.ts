@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { subjectFor } from '../../src/kafka/index.ts';
+import { REGISTRY_CLIENT_RETRIES } from '../../src/kafka/registry.ts';
 import { MALFORMED_KINDS } from '../../src/sandbox/index.ts';
+import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { collect } from '../helpers/kafka.ts';
+import { registryProxy } from '../helpers/registry.ts';
 import { connectorHarness, duplicates, fromTheStart, outOfOrder } from './harness.ts';
 
 const ready = (line: Record<string, unknown>) => line.msg === 'connector session started';
@@ -23,6 +27,25 @@ describe('connector against the sandbox, a real broker and a real registry', () 
     expect(fromTheStart(h.sandbox)).toBe(1);
     expect(h.sandbox.requestLog().some((r) => r.query.updatedAfter !== undefined)).toBe(true);
     for (const e of events) expect(e.iban).toBe(e.value.iban);
+  });
+
+  // A registration cut off (a registry restarting) or timed out (one slow under load) ended the
+  // start-up with exit 1.
+  it('waits out a registry that fails its first registrations at start-up, then starts', async () => {
+    const h = await connectorHarness({ alerts: 20 });
+    const subject = subjectFor(h.env.ALERTS_TOPIC, loadSchema(SchemaNames.AlertUpserted));
+    // One call more than the client asks again by itself.
+    const drop = REGISTRY_CLIENT_RETRIES + 1;
+    const registry = await registryProxy(h.env.SCHEMA_REGISTRY_URL, subject, { drop });
+    const connector = h.start({ SCHEMA_REGISTRY_URL: registry.url });
+    const retry = await connector.logLine(
+      (l) => l.msg === 'the schema registry failed during start-up; trying again',
+    );
+    expect(retry.attempt).toBe(1);
+    await connector.logLine(ready);
+    expect((await h.converged()).length).toBe(20);
+    connector.child.kill('SIGTERM');
+    expect(await connector.exited).toBe(0);
   });
 
   it('loses and duplicates nothing when killed with SIGKILL at random moments and restarted', async () => {

@@ -58,7 +58,7 @@ export async function connectorHarness(sandboxOptions: SandboxOptions = {}) {
       .catch(() => {});
     await admin.close();
   });
-  const start = () => runCli(['connector'], env);
+  const start = (extra: Record<string, string> = {}) => runCli(['connector'], { ...env, ...extra });
   let events: Collector | undefined;
   const decode = async (records: IncomingRecord[]): Promise<DecodedEvent[]> =>
     Promise.all(

@@ -1,15 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { TimeoutError } from '../../src/errors.ts';
 import { CODECS } from '../../src/kafka/codecs.ts';
 import { batchBytes, type Producer, subjectFor } from '../../src/kafka/index.ts';
+import { REGISTRY_CLIENT_RETRIES } from '../../src/kafka/registry.ts';
 import type { SandboxOptions } from '../../src/sandbox/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { runCli } from '../helpers/cli.ts';
 import { collect, denyTopic } from '../helpers/kafka.ts';
+import { registryProxy } from '../helpers/registry.ts';
 import { header, replyPartitionHeader, verifierHarness } from './harness.ts';
 
 const IBAN = 'DE89370400440532013000';
@@ -32,41 +31,6 @@ async function sendMatchingRequests(
       headers: { 'content-type': 'application/json', 'vop-deadline': String(Date.now() + 120_000) },
     })),
   );
-}
-
-/**
- * A proxy to the registry at `target`, to point a verifier's SCHEMA_REGISTRY_URL at: it forwards
- * every request as it is and notes those naming `subject` (method and path) in `asked`.
- */
-async function countingProxy(target: string, subject: string) {
-  const registry = new URL(target);
-  const asked: string[] = [];
-  const server = createServer((req, res) => {
-    if (req.url?.includes(subject)) asked.push(`${req.method} ${req.url}`);
-    const forward = request(
-      {
-        host: registry.hostname,
-        port: registry.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on('error', (err) => res.destroy(err));
-    req.pipe(forward);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  onTestFinished(() => {
-    server.closeAllConnections();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}${registry.pathname}`, asked };
 }
 
 /** A started verifier on a harness of its own, a producer, and a reader of its default reply topic. */
@@ -242,6 +206,22 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(verifier.stderr()).toContain('kafka_replyTopic refused');
   });
 
+  it('waits out a registry that fails its first registrations at start-up, then starts', async () => {
+    const h = await verifierHarness();
+    const subject = subjectFor(h.config.verifier.repliesTopic, loadSchema(SchemaNames.VerificationResult));
+    // One call more than the client asks again by itself.
+    const drop = REGISTRY_CLIENT_RETRIES + 1;
+    const registry = await registryProxy(h.env.SCHEMA_REGISTRY_URL, subject, { drop });
+    const verifier = h.start('one', { SCHEMA_REGISTRY_URL: registry.url });
+    const retry = await verifier.logLine(
+      (l) => l.msg === 'the schema registry failed during start-up; trying again',
+    );
+    expect(retry.attempt).toBe(1);
+    await verifier.logLine(ready);
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+  });
+
   it("replies on the default topic, with a warning, when the registry refuses the reply schema under kafka_replyTopic's subject (409), and does not ask again for later requests", async () => {
     const h = await verifierHarness();
     // The requester's subject holds another VerificationResult, which ours cannot read (BACKWARD).
@@ -252,7 +232,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
       fields: [{ name: 'ticket', type: 'string' }],
     });
     const subject = subjectFor(h.customReplyTopic, loadSchema(SchemaNames.VerificationResult));
-    const registry = await countingProxy(h.env.SCHEMA_REGISTRY_URL, subject);
+    const registry = await registryProxy(h.env.SCHEMA_REGISTRY_URL, subject);
     const producer = await h.kafka.producer();
     onTestFinished(() => producer.close());
     const replies = await collect(h.kafka, h.config.verifier.repliesTopic);

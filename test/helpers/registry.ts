@@ -1,0 +1,49 @@
+import { once } from 'node:events';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { onTestFinished } from 'vitest';
+
+/**
+ * A proxy to the registry at `target`, to point a component's SCHEMA_REGISTRY_URL at: it forwards
+ * every request as it is and notes those naming `subject` (method and path) in `asked`; the first
+ * `drop` of those it cuts off instead, their connection closed unanswered, as by a registry going
+ * down.
+ */
+export async function registryProxy(target: string, subject: string, { drop = 0 } = {}) {
+  const registry = new URL(target);
+  const asked: string[] = [];
+  let dropped = 0;
+  const server = createServer((req, res) => {
+    if (req.url?.includes(subject)) {
+      asked.push(`${req.method} ${req.url}`);
+      if (dropped < drop) {
+        dropped++;
+        req.socket.destroy();
+        return;
+      }
+    }
+    const forward = request(
+      {
+        host: registry.hostname,
+        port: registry.port,
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on('error', (err) => res.destroy(err));
+    req.pipe(forward);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  onTestFinished(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}${registry.pathname}`, asked };
+}
