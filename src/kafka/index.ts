@@ -14,5 +14,5 @@ export {
   type SchemaRegistryOptions,
   subjectFor,
 } from './registry.ts';
-export { isSchemaRefusal } from './registry-errors.ts';
+export { isReadOnlyRegistry, isSchemaRefusal } from './registry-errors.ts';
 export type * from './types.ts';

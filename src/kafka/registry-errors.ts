@@ -59,6 +59,19 @@ export function isSchemaRefusal(err: unknown): boolean {
 }
 
 /**
+ * The registry takes no writes for now (READ_ONLY): a schema it does not hold yet cannot be
+ * registered under any subject until an operator ends that mode.
+ */
+export function isReadOnlyRegistry(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let e: unknown = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    if (READ_ONLY.test(e.message)) return true;
+  }
+  return false;
+}
+
+/**
  * True when asking again later may succeed: the registry is unreachable, overloaded or failing, or
  * refuses writes for now (READ_ONLY).
  */

@@ -5,6 +5,7 @@ import {
   batchBytes,
   type Encoder,
   type IncomingRecord,
+  isReadOnlyRegistry,
   isSchemaRefusal,
   type OutgoingRecord,
   refusedTopicsOf,
@@ -194,16 +195,21 @@ async function replyRecord(
         encoder = await encoderOf(route.topic);
       } catch (err) {
         // The registry refuses the result schema under the requester's topic's subject (another
-        // schema registered there, incompatible): that stays so at every restart, and stopping would
-        // stop the verifier for every requester. Any other failure (a registry that cannot answer,
-        // refused credentials) is not that requester's doing: it stops the verifier, as on the
-        // default topic. Remembered as a broker's refusal is: later requests do not ask again.
-        if (route.topic === config.repliesTopic || !isSchemaRefusal(err)) throw err;
+        // schema registered there, incompatible), or takes no writes for now (read-only) and so
+        // cannot register it under a subject new to it: either stays so at every restart (the
+        // request is delivered again), and stopping would stop the verifier for every requester.
+        // Any other failure (a registry that cannot answer, refused credentials) is not that
+        // requester's doing: it stops the verifier, as on the default topic, whose subject was
+        // registered at start. Remembered as a broker's refusal is: later requests do not ask again.
+        const readOnly = isReadOnlyRegistry(err);
+        if (route.topic === config.repliesTopic || !(readOnly || isSchemaRefusal(err))) throw err;
         refused?.refuseSchema(route.topic);
         metrics.refusedReplyTopics.inc();
         logger.warn(
           { err, requestId, refused: route.topic, refusedForMs: refused?.ttlMs },
-          "the registry refuses the reply schema for kafka_replyTopic's subject; replying on the default topic",
+          readOnly
+            ? "the registry takes no writes now (read-only): the reply schema cannot be registered under kafka_replyTopic's subject; replying on the default topic"
+            : "the registry refuses the reply schema for kafka_replyTopic's subject; replying on the default topic",
         );
       }
     }

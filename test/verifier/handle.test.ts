@@ -309,20 +309,30 @@ describe('handleRequest when the registry refuses a reply topic', () => {
     },
   );
 
-  it("stops (rejects) when the registry refuses writes for now (Apicurio's read-only storage: 409), rather than moving the reply or remembering the topic", async () => {
+  // It stopped the verifier: the request, delivered again after the restart, stopped it again, for
+  // every requester, until the registry took writes again.
+  it("replies on the default topic, remembered, when a read-only registry cannot register the reply schema under kafka_replyTopic's subject (Apicurio's read-only storage: 409)", async () => {
     const metrics = createVerifierMetrics(new Registry());
     const refused = new RefusedReplyTopics(60_000);
+    const out = logCapture();
     const client = await fakeRegistry(409, {
       body: { error_code: 0, message: 'Unsupported write operation. Storage is in read-only mode.' },
     });
-    const handling = handleRequest(
+    const records = await handleRequest(
       avroRequestFor(custom),
-      through(client, { metrics, refusedReplyTopics: refused }),
+      through(client, {
+        metrics,
+        refusedReplyTopics: refused,
+        logger: createLogger({ level: 'warn', destination: out.stream }),
+      }),
     );
-    await expect(handling).rejects.toMatchObject({ retriable: true });
-    await expect(handling).rejects.toThrow('Storage is in read-only mode');
-    expect((await metrics.refusedReplyTopics.get()).values[0]?.value).toBe(0);
-    expect(refused.schemaRefused(custom)).toBe(false);
+    const replies = records.filter((r) => r.topic !== config.verifier.dlqTopic);
+    expect(replies.map((r) => r.topic)).toEqual([config.verifier.repliesTopic]);
+    expect((await metrics.refusedReplyTopics.get()).values[0]?.value).toBe(1);
+    expect(refused.schemaRefused(custom)).toBe(true);
+    expect(out.lines.map((l) => l.msg)).toEqual([
+      "the registry takes no writes now (read-only): the reply schema cannot be registered under kafka_replyTopic's subject; replying on the default topic",
+    ]);
   });
 
   it('stops (rejects) when the registry cannot answer, rather than moving the reply', async () => {
@@ -438,7 +448,8 @@ describe('handleRequest deadlines', () => {
       }),
     );
     expect(asked).toBe(0);
-    expect(records.map((r) => r.topic)).toEqual([config.verifier.repliesTopic]);
+    const replies = records.filter((r) => r.topic !== config.verifier.dlqTopic);
+    expect(replies.map((r) => r.topic)).toEqual([config.verifier.repliesTopic]);
     expect(JSON.parse(String(records[0]?.value))).toMatchObject({
       requestId: 'req-1',
       outcome: 'INVALID_REQUEST',
