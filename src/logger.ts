@@ -36,11 +36,14 @@ export const redactedPaths = [
 
 /**
  * `apiKey` names the upstream key (a string) in fraudlink's options, but also kafkajs's protocol
- * field, the request type (an int16, `apiKey: 0` for Produce) in its debug lines and errors: that
- * one is no secret, and without it a line no longer says which request it is about.
+ * field, the request type (an int16, `apiKey: 0` for Produce) in its debug lines and errors. That
+ * one is no secret, and without it a line no longer says which request it is about. Anything else
+ * under `apiKey` is redacted, a number past the int16 range too (a key of digits given as a number
+ * from code). pino names no parent under a `*` path, so the range is all that tells them apart.
  */
 function censor(value: unknown, path: string[]): unknown {
-  return path.at(-1) === 'apiKey' && Number.isInteger(value) ? value : '[redacted]';
+  const requestType = Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 0x7fff;
+  return path.at(-1) === 'apiKey' && requestType ? value : '[redacted]';
 }
 
 export interface LoggerSetup {

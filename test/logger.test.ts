@@ -38,10 +38,27 @@ describe('logger', () => {
     const out = logCapture();
     const root = createLogger({ destination: out.stream });
     root.info({ apiKey: 'k-1', options: { apiKey: 'k-2' }, worker: { api: { apiKey: 'k-3' } } }, 'client');
-    // An all-digit key is still a string, and still a secret.
+    // An all-digit key is still a secret, as a string or given as a number from code (past the
+    // int16 range of kafkajs's request types), also where kafkajs puts its request type.
     root.info({ options: { apiKey: '12345' } }, 'client');
+    root.info(
+      { apiKey: 987654321, options: { apiKey: 20251124 }, worker: { api: { apiKey: 32768 } } },
+      'client',
+    );
+    root.info({ kafkajs: { apiKey: 2718281828 }, err: { apiKey: 'k-4' } }, 'client');
     const text = JSON.stringify(out.lines);
-    for (const secret of ['k-1', 'k-2', 'k-3', '12345']) expect(text).not.toContain(secret);
+    for (const secret of [
+      'k-1',
+      'k-2',
+      'k-3',
+      'k-4',
+      '12345',
+      '987654321',
+      '20251124',
+      '32768',
+      '2718281828',
+    ])
+      expect(text).not.toContain(secret);
     expect(out.lines[0]).toMatchObject({ apiKey: '[redacted]', options: { apiKey: '[redacted]' } });
   });
 
