@@ -40,8 +40,9 @@ export interface SchemaRegistryOptions extends RegistryConfig {
 export const REGISTRY_TIMEOUT_MS = 10_000;
 
 /**
- * How often the client itself asks again after a failed connection or a 5xx, within ~3 s
- * (mappersmith's retry middleware); a timed-out request it does not ask again.
+ * How often the client itself asks a GET again after a failed connection or a 5xx, within ~3 s
+ * (mappersmith's retry middleware retries GETs only): a registration's POST it does not ask again,
+ * nor a request that timed out. A registration starts with a GET of its subject's config.
  */
 export const REGISTRY_CLIENT_RETRIES = 5;
 
