@@ -24,16 +24,6 @@ export function ratio(value: string): number {
 }
 
 /**
- * A string option's value, refused when empty or blank: commander takes `--host ''` as given, and
- * code that reads an empty string as "unset" would then quietly use its default (all interfaces,
- * stdout, plain HTTP).
- */
-export function nonEmpty(value: string): string {
-  if (value.trim() === '') throw new InvalidArgumentError('must not be empty');
-  return value;
-}
-
-/**
  * A string option's value checked by a rule of the configuration (src/config/schema.ts), so that a
  * flag and its variable refuse alike.
  */
@@ -44,6 +34,13 @@ export function checkedBy(rule: Parameters<typeof problemWith>[0]) {
     return value;
   };
 }
+
+/**
+ * A string option's value, refused when empty or blank: commander takes `--host ''` as given, and
+ * code that reads an empty string as "unset" would then quietly use its default (all interfaces,
+ * stdout, plain HTTP).
+ */
+export const nonEmpty = checkedBy('nonEmpty');
 
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
