@@ -22,7 +22,8 @@ interface KafkajsLike {
   originalError?: unknown;
 }
 
-function* chain(err: unknown): Generator<KafkajsLike> {
+/** `err` and its causes (kafkajs's `originalError` first), each once. */
+export function* causeChain(err: unknown): Generator<KafkajsLike> {
   const seen = new Set<unknown>();
   let current: unknown = err;
   while (current && typeof current === 'object' && !seen.has(current)) {
@@ -35,13 +36,13 @@ function* chain(err: unknown): Generator<KafkajsLike> {
 
 /** Whether kafkajs reported the broker's error `type` (e.g. MESSAGE_TOO_LARGE) anywhere in the chain. */
 export function hasErrorType(err: unknown, type: string): boolean {
-  for (const e of chain(err)) if (e.type === type) return true;
+  for (const e of causeChain(err)) if (e.type === type) return true;
   return false;
 }
 
 /** Whether an error of this `name` is anywhere in the chain (kafkajs wraps errors in its own). */
 export function hasErrorName(err: unknown, name: string): boolean {
-  for (const e of chain(err)) if (e.name === name) return true;
+  for (const e of causeChain(err)) if (e.name === name) return true;
   return false;
 }
 
@@ -53,12 +54,12 @@ export function hasErrorName(err: unknown, name: string): boolean {
 const STALE_MEMBER_TYPES = new Set(['ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'FENCED_INSTANCE_ID']);
 
 export function isStaleMember(err: unknown): boolean {
-  for (const e of chain(err)) if (e.type && STALE_MEMBER_TYPES.has(e.type)) return true;
+  for (const e of causeChain(err)) if (e.type && STALE_MEMBER_TYPES.has(e.type)) return true;
   return false;
 }
 
 export function isFencing(err: unknown): boolean {
-  for (const e of chain(err)) {
+  for (const e of causeChain(err)) {
     if (e.type && FENCING_TYPES.has(e.type)) return true;
     if (e.code !== undefined && FENCING_CODES.has(e.code)) return true;
   }
@@ -81,7 +82,7 @@ const TOPIC_REFUSALS = new Set([
 /** Each topic that refused `err`'s records for good (TOPIC_REFUSALS), with the refusals it answered. */
 function topicRefusals(err: unknown): Map<string, Set<string>> {
   const refusals = new Map<string, Set<string>>();
-  for (const e of chain(err)) {
+  for (const e of causeChain(err)) {
     const { topicErrors } = e as { topicErrors?: TopicPartitionError[] };
     for (const t of topicErrors ?? []) {
       if (!TOPIC_REFUSALS.has(t.type)) continue;
@@ -126,7 +127,7 @@ export function toKafkaError(err: unknown, what: string): Error {
     );
   }
   let retriable = false;
-  for (const e of chain(err)) {
+  for (const e of causeChain(err)) {
     if (
       e.retriable === true ||
       e.name === 'KafkaJSConnectionError' ||

@@ -1,4 +1,5 @@
 import { type FraudlinkError, SchemaRegistryError } from '../errors.ts';
+import { causeChain } from './errors.ts';
 
 /**
  * Socket-level failures. mappersmith, the HTTP layer of @kafkajs/confluent-schema-registry, reports a
@@ -47,10 +48,8 @@ export function isRefused(err: unknown): boolean {
  * registry concern every subject.
  */
 export function isSchemaRefusal(err: unknown): boolean {
-  const seen = new Set<unknown>();
-  for (let e: unknown = err; e instanceof Error && !seen.has(e); e = e.cause) {
-    seen.add(e);
-    if (READ_ONLY.test(e.message)) return false;
+  for (const e of causeChain(err)) {
+    if (READ_ONLY.test(e.message ?? '')) return false;
     const status = statusOf(e);
     if (status === 409 || status === 422 || e.name === 'ConfluentSchemaRegistryCompatibilityError')
       return true;
@@ -63,11 +62,7 @@ export function isSchemaRefusal(err: unknown): boolean {
  * registered under any subject until an operator ends that mode.
  */
 export function isReadOnlyRegistry(err: unknown): boolean {
-  const seen = new Set<unknown>();
-  for (let e: unknown = err; e instanceof Error && !seen.has(e); e = e.cause) {
-    seen.add(e);
-    if (READ_ONLY.test(e.message)) return true;
-  }
+  for (const e of causeChain(err)) if (READ_ONLY.test(e.message ?? '')) return true;
   return false;
 }
 
