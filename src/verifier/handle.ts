@@ -15,7 +15,7 @@ import { type Logger, maskIban } from '../logger.ts';
 import { unlessAborted } from '../retry.ts';
 import { SchemaNames } from '../schemas.ts';
 import type { VerifierMetrics } from './metrics.ts';
-import type { RefusedReplyTopics } from './refused-topics.ts';
+import { countMovedReply, type RefusedReplyTopics } from './refused-topics.ts';
 import { completed, failed, toJson, type VerificationResult } from './reply.ts';
 import {
   correlationIdOf,
@@ -99,10 +99,10 @@ async function customTopicPartitions(
   deps: HandlerDeps,
   partitionCount: (topic: string) => Promise<number>,
 ): Promise<number | undefined> {
-  const { metrics, logger, refusedReplyTopics: refused } = deps;
+  const { refusedReplyTopics: refused } = deps;
   if (refused?.has(topic)) {
-    metrics.refusedReplyTopics.inc();
-    logger.warn(
+    countMovedReply(
+      deps,
       { requestId, refused: topic },
       'kafka_replyTopic refused by the broker lately; replying on the default topic',
     );
@@ -113,8 +113,8 @@ async function customTopicPartitions(
   } catch (err) {
     if (!refusedTopicsOf(err).includes(topic)) throw err;
     refused?.refuse(topic);
-    metrics.refusedReplyTopics.inc();
-    logger.warn(
+    countMovedReply(
+      deps,
       { err, requestId, refused: topic, refusedForMs: refused?.ttlMs },
       "the broker refuses kafka_replyTopic's metadata (no Describe ACL for the verifier); replying on the default topic",
     );
@@ -130,7 +130,7 @@ async function replyRecord(
   deps: HandlerDeps,
   signal: AbortSignal | undefined,
 ): Promise<OutgoingRecord> {
-  const { config, metrics, logger } = deps;
+  const { config, logger } = deps;
   const partitionCount = (topic: string) => unlessAborted(deps.partitionCount(topic), signal, 'reply lookup');
   const route = replyRouteOf(record.headers, config.repliesTopic, config.replyTopicsAllowed, [
     config.requestsTopic,
@@ -143,8 +143,8 @@ async function replyRecord(
     );
   }
   if (route.refusedTopic !== undefined) {
-    metrics.refusedReplyTopics.inc();
-    logger.warn(
+    countMovedReply(
+      deps,
       { requestId, refused: route.refusedTopic },
       'kafka_replyTopic refused (not in VERIFY_REPLY_TOPICS, or an input topic of the verifier); replying on the default topic',
     );
@@ -185,8 +185,8 @@ async function replyRecord(
     const refused = deps.refusedReplyTopics;
     let encoder: Encoder<VerificationResult> | undefined;
     if (route.topic !== config.repliesTopic && refused?.schemaRefused(route.topic)) {
-      metrics.refusedReplyTopics.inc();
-      logger.warn(
+      countMovedReply(
+        deps,
         { requestId, refused: route.topic },
         "the registry refused the reply schema for kafka_replyTopic's subject lately; replying on the default topic",
       );
@@ -204,8 +204,8 @@ async function replyRecord(
         const readOnly = isReadOnlyRegistry(err);
         if (route.topic === config.repliesTopic || !(readOnly || isSchemaRefusal(err))) throw err;
         refused?.refuseSchema(route.topic);
-        metrics.refusedReplyTopics.inc();
-        logger.warn(
+        countMovedReply(
+          deps,
           { err, requestId, refused: route.topic, refusedForMs: refused?.ttlMs },
           readOnly
             ? "the registry takes no writes now (read-only): the reply schema cannot be registered under kafka_replyTopic's subject; replying on the default topic"

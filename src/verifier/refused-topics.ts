@@ -56,6 +56,19 @@ export class RefusedReplyTopics {
   }
 }
 
+/**
+ * A reply that goes to the default reply topic instead of its `kafka_replyTopic` (`fields.refused`):
+ * counted in `fraudlink_verifier_reply_topic_refused_total` and warned with `why`.
+ */
+export function countMovedReply(
+  deps: Pick<HandlerDeps, 'metrics' | 'logger'>,
+  fields: { requestId: string; refused: string } & Record<string, unknown>,
+  why: string,
+): void {
+  deps.metrics.refusedReplyTopics.inc();
+  deps.logger.warn(fields, why);
+}
+
 /** A reply moved to the default reply topic off the topic it `refused`, and `why`. */
 interface Move {
   requestId: string;
@@ -154,10 +167,7 @@ export async function transactionAvoidingRefusedTopics(
     );
     try {
       await producer.transaction(records, unbatched);
-      for (const { requestId, refused: topic, why } of moves) {
-        deps.metrics.refusedReplyTopics.inc();
-        deps.logger.warn({ requestId, refused: topic }, why);
-      }
+      for (const { why, ...fields } of moves) countMovedReply(deps, fields, why);
       return true;
     } catch (err) {
       const topics = new Set(refusedTopicsOf(err));
