@@ -96,6 +96,8 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   const refusedTopics = deps.refusedReplyTopics ?? new RefusedReplyTopics(REFUSED_REPLY_TOPIC_MS);
   const handlerDeps: HandlerDeps = { ...deps, refusedReplyTopics: refusedTopics };
   let stopping = false;
+  /** The consumer is being closed: it leaves the group, also after a join it finishes meanwhile. */
+  let leaving = false;
   let joined = false;
   /**
    * The member id that the requests in `progress` were consumed under; undefined once they are
@@ -212,6 +214,15 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     // new assignment, so none of the old assignment commits after a new owner read its offsets.
     beforeJoin: () => commits.pause(),
     onAssignment(assigned, membership) {
+      // The join a closing consumer waits for (kafkajs lets a join under way finish before it leaves
+      // the group): the member leaves at once, commits stay paused, and what it has in hand is left
+      // for the partitions' next owner. A transaction started here would be cut off by the producers'
+      // close and stay open until its timeout, holding back read_committed readers of its partitions.
+      if (leaving) {
+        progress.retain(() => false);
+        memberId = undefined;
+        return;
+      }
       const owned = new Set(assigned.flatMap((a) => a.partitions.map((p) => `${a.topic}/${p}`)));
       // A member keeps its partitions' requests in hand only if it stayed in the group throughout.
       // A new member id means it was cut off (kafkajs rejoins as a new member then), and another
@@ -274,6 +285,19 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     },
   });
 
+  /**
+   * Closes the consumer, then the producers once the transaction under way, if any, has ended: none
+   * starts after the consumer has left.
+   */
+  let closing: Promise<void> | undefined;
+  const closeClients = (): Promise<void> =>
+    (closing ??= (async () => {
+      leaving = true;
+      await consumer.close().catch(() => {});
+      await commits.pause();
+      await Promise.allSettled(producers.map((p) => p.close()));
+    })());
+
   return {
     done,
     async start() {
@@ -303,8 +327,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
         await Promise.allSettled([...inFlight]);
         await commits.flush();
       }
-      await consumer.close().catch(() => {});
-      await Promise.allSettled(producers.map((p) => p.close()));
+      await closeClients();
       finish();
     },
     ready: () =>

@@ -96,6 +96,8 @@ async function startedVerifier(
     refusal?: (records: OutgoingRecord[]) => Error | undefined;
     /** Default: silent. */
     logger?: Logger;
+    /** Run inside the consumer's close(), as kafkajs finishing a join under way would. */
+    onConsumerClose?: () => void;
   } = {},
 ) {
   let consumerOptions: GroupConsumerOptions | undefined;
@@ -108,6 +110,7 @@ async function startedVerifier(
   /** The member each committed transaction's offsets were sent as. */
   const memberships: (GroupMembership | undefined)[] = [];
   let membership: GroupMembership | undefined;
+  const onConsumerClose = options.onConsumerClose;
   const producer = {
     transaction: async (records: OutgoingRecord[], tx?: TransactionOptions) => {
       attempts.push(records);
@@ -144,7 +147,7 @@ async function startedVerifier(
         pause() {},
         resume() {},
         membership: () => membership,
-        close: async () => {},
+        close: async () => onConsumerClose?.(),
       };
     },
   } as unknown as KafkaClient;
@@ -394,6 +397,20 @@ describe('verifier in-flight work', () => {
     await Promise.all([waiting, stopped]);
     expect(upstream.held).toHaveLength(1);
     expect(transactions).toEqual([{ keys: ['r-0-0'], offsets: [{ partition: 0, offset: '1' }] }]);
+  });
+
+  it('starts no transaction for a join that ends while stop() closes the consumer (SIGTERM during a rebalance), which its producers would leave open', async () => {
+    let rejoin = () => {};
+    const { verifier, consumer, upstream, attempts } = await oneInFlight({ onConsumerClose: () => rejoin() });
+    // kafkajs's close() lets the join under way finish: its assignment arrives during close().
+    rejoin = () =>
+      consumer.onAssignment?.([{ topic: 'requests', partitions: [0, 1] }], { ...MEMBER, generationId: 2 });
+    await consumer.beforeJoin?.();
+    // Answered while the member waits to rejoin: stop()'s flush finds commits paused.
+    upstream.release(0);
+    await verifier.stop();
+    await new Promise(setImmediate); // a commit the join resumed, in microtasks
+    expect(attempts).toEqual([]);
   });
 
   it('stops within its drain timeout: what finished is committed, a call still in flight is ended and left for the next owner', async () => {
