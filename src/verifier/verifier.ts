@@ -37,7 +37,11 @@ export interface Verifier {
   start(): Promise<void>;
   /** Stops reading, lets in-flight requests finish and commits their replies. */
   stop(): Promise<void>;
-  /** Rejects when the verifier fails (e.g. fenced); resolves after stop(). */
+  /**
+   * Rejects when the verifier fails (e.g. fenced), once it has stopped handing out requests, ended
+   * the upstream calls in flight unanswered and closed its consumer and producers; resolves after
+   * stop().
+   */
   readonly done: Promise<void>;
   ready(): { ready: boolean; reason?: string };
 }
@@ -105,15 +109,36 @@ export function createVerifier(deps: VerifierDeps): Verifier {
    */
   let memberId: string | undefined;
   const inFlight = new Set<Promise<void>>();
-  /** Ends the upstream calls a stop could not wait for. */
+  /** Ends the upstream calls a stop could not wait for, or that a failure made pointless. */
   const abandon = new AbortController();
-  let fail!: (err: unknown) => void;
+  let failed = false;
+  let rejectDone!: (err: unknown) => void;
   let finish!: () => void;
   const done = new Promise<void>((resolve, reject) => {
-    fail = reject;
+    rejectDone = reject;
     finish = resolve;
   });
   done.catch(() => {});
+
+  /**
+   * A fatal error (a failed transaction, refused credentials, a consumer gone for good): nothing more
+   * is handed out or committed, what is in hand is dropped and the upstream calls in flight are ended,
+   * unanswered, for the partitions' next owner to answer. `done` rejects once the consumer has left
+   * and the producers are closed: the caller then closes the API client, and a request handed out
+   * meanwhile would end at its closed dispatcher as a FAILED reply the upstream never saw.
+   */
+  const fail = (err: unknown): void => {
+    if (failed) return;
+    failed = true;
+    stopping = true;
+    progress.retain(() => false);
+    abandon.abort();
+    void (async () => {
+      await Promise.allSettled([...inFlight]);
+      await closeClients();
+      rejectDone(err);
+    })();
+  };
 
   /** One transaction: the replies finished so far, with the offsets that cover them. */
   const commitFinished = async (): Promise<void> => {
@@ -287,7 +312,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
 
   /**
    * Closes the consumer, then the producers once the transaction under way, if any, has ended: none
-   * starts after the consumer has left.
+   * starts after the consumer has left. Once, for stop() and a failure alike.
    */
   let closing: Promise<void> | undefined;
   const closeClients = (): Promise<void> =>

@@ -6,6 +6,7 @@ import { batchBytes, type Producer, subjectFor } from '../../src/kafka/index.ts'
 import { REGISTRY_CLIENT_RETRIES } from '../../src/kafka/registry.ts';
 import type { SandboxOptions } from '../../src/sandbox/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
+import { sendJson, serve } from '../api/servers.ts';
 import { runCli } from '../helpers/cli.ts';
 import { collect, denyTopic } from '../helpers/kafka.ts';
 import { registryProxy } from '../helpers/registry.ts';
@@ -694,5 +695,58 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(await verifier.exited).toBe(3);
     expect(verifier.stderr()).toContain('the upstream refused the API key');
     expect(replies.records).toHaveLength(0);
+  });
+
+  it('once the upstream refuses the API key, hands out and commits nothing more: the calls in flight are ended, later requests left unanswered', async () => {
+    const h = await verifierHarness();
+    // A stand-in upstream: refuses the key to the request for "Refused", holds the one for "Slow" for
+    // a long while (its end tells whether the verifier gave up on it), answers the others at once.
+    const slowAsked = Promise.withResolvers<void>();
+    const slowEnded = Promise.withResolvers<'abandoned by the verifier' | 'answered'>();
+    const upstream = await serve((_req, res, _attempt, seen) => {
+      const name = (JSON.parse(seen.body) as { party: { name: string } }).party.name;
+      if (name === 'Refused') return sendJson(res, 401, { code: 'UNAUTHORIZED', message: 'unknown key' });
+      if (name !== 'Slow') return sendJson(res, 200, { partyNameMatch: 'MTCH' });
+      slowAsked.resolve();
+      const answer = setTimeout(() => {
+        sendJson(res, 200, { partyNameMatch: 'MTCH' });
+        slowEnded.resolve('answered');
+      }, 5000);
+      res.on('close', () => {
+        clearTimeout(answer);
+        slowEnded.resolve('abandoned by the verifier');
+      });
+    });
+    onTestFinished(() => upstream.close());
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    const verifier = runCli(['verifier', '--instance-id', 'refused-midway'], {
+      ...h.env,
+      API_BASE_URL: upstream.url,
+    });
+    await verifier.logLine(ready);
+    const request = (requestId: string, partition: number, partyName: string, deadlineMs: number) => ({
+      topic: h.config.verifier.requestsTopic,
+      key: requestId,
+      partition,
+      value: Buffer.from(JSON.stringify({ requestId, iban: IBAN, partyName, requestedAt: Date.now() })),
+      headers: { 'content-type': 'application/json', 'vop-deadline': String(Date.now() + deadlineMs) },
+    });
+    await producer.send([request('slow', 0, 'Slow', 60_000)]);
+    await slowAsked.promise;
+    await producer.send([request('refused', 1, 'Refused', 60_000)]);
+    await verifier.logLine((l) => l.msg === 'the upstream refused the API key; stopping');
+    // Requests arriving while it stops: they used to be handed out, fail at the closed API client
+    // and be committed as FAILED replies the upstream never saw.
+    await producer.send([1, 2, 3].map((n) => request(`late-${n}`, 2, 'Anna Schmidt', 1500)));
+    expect(await verifier.exited).toBe(3);
+    const replies: string[] = [];
+    await h.kafka.readTopic(
+      h.config.verifier.repliesTopic,
+      (records) => void replies.push(...records.map((r) => String(r.key))),
+      { awaitOpenTransactions: { timeoutMs: 30_000 } },
+    );
+    expect(replies).toEqual([]);
+    expect(await slowEnded.promise).toBe('abandoned by the verifier');
   });
 });

@@ -413,6 +413,23 @@ describe('verifier in-flight work', () => {
     expect(attempts).toEqual([]);
   });
 
+  it('after a failed transaction hands out nothing more, ends the calls in flight, and closes its consumer before done rejects', async () => {
+    const closed: string[] = [];
+    const { verifier, consumer, upstream, attempts } = await oneInFlight({
+      failingTransactions: 1,
+      onConsumerClose: () => void closed.push('consumer'),
+    });
+    await consumer.eachBatch(batchOf(1, [0]));
+    upstream.release(1);
+    await expect(verifier.done).rejects.toThrow('TOPIC_AUTHORIZATION_FAILED');
+    // The caller closes the API client next: a call still running would end there as FAILED.
+    expect(closed).toEqual(['consumer']);
+    expect(upstream.aborted).toEqual([0]);
+    await consumer.eachBatch(batchOf(1, [1]));
+    expect(upstream.held).toHaveLength(2);
+    expect(attempts).toHaveLength(1);
+  });
+
   it('stops within its drain timeout: what finished is committed, a call still in flight is ended and left for the next owner', async () => {
     // Request 0 is never answered.
     const { verifier, consumer, transactions, upstream } = await oneInFlight({ drainTimeoutMs: 50 });
