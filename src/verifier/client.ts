@@ -52,10 +52,14 @@ export interface VerificationClient {
   /**
    * Resolves once the client can send: the request schema registered (Avro), the reply consumer
    * assigned and the producer connected. Rejects with what stopped it (a reply topic that does not
-   * exist, a broker or registry out of reach), also the reason every verify() then rejects with.
+   * exist, a broker or registry out of reach), also the reason every verify() then rejects with; with
+   * AbortedError when close() came first.
    */
   ready(): Promise<void>;
-  /** Ends the waiting verify() calls, and any later one, with AbortedError; frees the consumer and producer. */
+  /**
+   * Ends the waiting verify() calls, and any later one, with AbortedError; frees the consumer and
+   * producer. Also while the client is still starting (its reply consumer not yet in its group).
+   */
   close(): Promise<void>;
 }
 
@@ -219,6 +223,7 @@ export function createVerificationClient(config: VerificationClientConfig): Veri
   // Correlation ids of this instance share a prefix, so replies to other clients are not counted as late.
   const clientTag = `${randomUUID().slice(0, 8)}-`;
   let producer: Producer | undefined;
+  let closed = false;
   const started = (async () => {
     if (format === 'avro') {
       encoder = await registry.encoder<VerificationRequest>(
@@ -226,6 +231,7 @@ export function createVerificationClient(config: VerificationClientConfig): Veri
         loadSchema(SchemaNames.VerificationRequest),
       );
     }
+    if (closed) throw new AbortedError('client closed before it was ready');
     try {
       await consumer.start();
       producer = await kafka.producer();
@@ -233,18 +239,20 @@ export function createVerificationClient(config: VerificationClientConfig): Veri
       // A start that fails (a reply topic that does not exist) has connected already: closed here,
       // or its socket keeps the caller's process alive even when the caller never calls close().
       await consumer.close().catch(() => {});
+      // close() ended it: the consumer's close ends a start still waiting for its group's join.
+      if (closed) throw new AbortedError('client closed before it was ready', { cause: err });
       throw err;
     }
   })();
-  started.catch((err: unknown) =>
-    logger.error({ err }, 'the verification client could not start; verify() rejects with this error'),
-  );
+  started.catch((err: unknown) => {
+    if (closed) return;
+    logger.error({ err }, 'the verification client could not start; verify() rejects with this error');
+  });
 
   // The idempotent producer has one request in flight at a time: requests made while a send is under
   // way go together in the next one, so concurrency turns into batches instead of a queue.
   let queued: { record: OutgoingRecord; done: (err?: unknown) => void }[] = [];
   let sending = false;
-  let closed = false;
   const drain = async (): Promise<void> => {
     sending = true;
     while (queued.length > 0) {
@@ -331,9 +339,12 @@ export function createVerificationClient(config: VerificationClientConfig): Veri
         p.reject(new AbortedError('client closed before the reply arrived'));
         pending.delete(id);
       }
-      // A start still under way is let finish, so that what it opened is closed here.
+      // The consumer first: its start waits for the group's join, which never comes while kafkajs
+      // restarts it after retriable crashes (a broker away), and closing it ends that wait. The
+      // producer once the start has ended, so that one it made meanwhile is closed too.
+      await consumer.close().catch(() => {});
       await started.catch(() => {});
-      await Promise.allSettled([consumer.close(), producer?.close()]);
+      await producer?.close().catch(() => {});
     },
   };
 }

@@ -15,7 +15,7 @@ import { createVerificationClient } from '../../src/verifier/client.ts';
 const kafka = vi.hoisted(() => ({
   /** What the reply consumer's start() rejects with; undefined: it starts. */
   startFailure: undefined as Error | undefined,
-  /** What the reply consumer's start() waits for first. */
+  /** What the reply consumer's start() waits for first: its join (or its close). */
   startGate: Promise.resolve() as Promise<void>,
   consumerClosed: 0,
   /** The records the client's producer sent. */
@@ -35,13 +35,17 @@ vi.mock('../../src/kafka/index.ts', () => ({
   createKafkaClient: () => ({
     groupConsumer: (options: GroupConsumerOptions) => {
       kafka.consumer = options;
+      // As src/kafka/consumer.ts: close() ends a start still waiting for its group's join.
+      const closed = Promise.withResolvers<never>();
+      closed.promise.catch(() => {});
       return {
         start: async () => {
-          await kafka.startGate;
+          await Promise.race([kafka.startGate, closed.promise]);
           if (kafka.startFailure) throw kafka.startFailure;
         },
         close: async () => {
           kafka.consumerClosed++;
+          closed.reject(new AbortedError('consumer closed before it joined its group'));
         },
       };
     },
@@ -282,6 +286,27 @@ describe('createVerificationClient', () => {
     await expect(client.verify(request)).rejects.toBeInstanceOf(AbortedError);
     expect(kafka.sent).toHaveLength(1);
     expect(client.stats.pending).toBe(0);
+  });
+
+  it('close() ends while the reply consumer has not joined its group yet (kafkajs restarting it after retriable crashes), and the start with it', async () => {
+    resetKafka();
+    kafka.startGate = new Promise(() => {});
+    kafka.consumerClosed = 0;
+    const client = createVerificationClient({ ...config, format: 'json' });
+    const ready = client.ready();
+    ready.catch(() => {});
+    kafka.consumer?.onCrash?.(
+      new KafkaError('consumer crashed: The group coordinator is not available'),
+      true,
+    );
+    const verifying = client.verify(request, { timeoutMs: 60_000 });
+    verifying.catch(() => {});
+    await client.close();
+    expect(kafka.consumerClosed).toBeGreaterThanOrEqual(1);
+    await expect(verifying).rejects.toThrow(/client closed before the reply arrived/);
+    await expect(ready).rejects.toThrow(/client closed before it was ready/);
+    await expect(ready).rejects.toBeInstanceOf(AbortedError);
+    expect(kafka.sent).toEqual([]);
   });
 
   it('goes on waiting through a crash its reply consumer restarts from', async () => {
