@@ -14,6 +14,8 @@ export interface VerifierDeps extends HandlerDeps {
   logger: Logger;
   /** How long stop() waits for verifications in flight (default DRAIN_TIMEOUT_MS). */
   drainTimeoutMs?: number;
+  /** How long a failure waits for the Kafka clients to close (default FAIL_CLOSE_MS). */
+  failCloseMs?: number;
 }
 
 /**
@@ -48,6 +50,13 @@ export interface Verifier {
 
 /** How often a batch waiting for a free slot heartbeats (the consumer's heartbeat interval). */
 const HEARTBEAT_WHILE_WAITING_MS = 1000;
+
+/**
+ * How long a failure waits for the consumer to leave and the producers to close before `done`
+ * rejects all the same: a broker that stopped answering would otherwise hold the failing process
+ * for kafkajs's request timeouts. Nothing is handed out meanwhile either way.
+ */
+const FAIL_CLOSE_MS = 10_000;
 
 /** A counting semaphore: bounds the requests in flight (VERIFY_CONCURRENCY). */
 class Slots {
@@ -135,7 +144,15 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     abandon.abort();
     void (async () => {
       await Promise.allSettled([...inFlight]);
-      await closeClients();
+      const waitedMs = deps.failCloseMs ?? FAIL_CLOSE_MS;
+      if (
+        !(await settledWithin(
+          closeClients().then(() => true),
+          waitedMs,
+        ))
+      ) {
+        logger.warn({ waitedMs }, 'the Kafka clients did not close after the failure: ending without them');
+      }
       rejectDone(err);
     })();
   };

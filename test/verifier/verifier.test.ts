@@ -97,7 +97,8 @@ async function startedVerifier(
     /** Default: silent. */
     logger?: Logger;
     /** Run inside the consumer's close(), as kafkajs finishing a join under way would. */
-    onConsumerClose?: () => void;
+    onConsumerClose?: () => void | Promise<void>;
+    failCloseMs?: number;
   } = {},
 ) {
   let consumerOptions: GroupConsumerOptions | undefined;
@@ -173,6 +174,7 @@ async function startedVerifier(
     metrics,
     logger: options.logger ?? silentLogger(),
     ...(options.drainTimeoutMs !== undefined && { drainTimeoutMs: options.drainTimeoutMs }),
+    ...(options.failCloseMs !== undefined && { failCloseMs: options.failCloseMs }),
   });
   await verifier.start();
   if (!consumerOptions) throw new Error('the verifier made no consumer');
@@ -428,6 +430,18 @@ describe('verifier in-flight work', () => {
     await consumer.eachBatch(batchOf(1, [1]));
     expect(upstream.held).toHaveLength(2);
     expect(attempts).toHaveLength(1);
+  });
+
+  it('ends with its failure also when its consumer never closes (a broker gone silent), after failCloseMs', async () => {
+    const { verifier, consumer, upstream } = await oneInFlight({
+      failingTransactions: 1,
+      failCloseMs: 50,
+      onConsumerClose: () => new Promise(() => {}),
+    });
+    await consumer.eachBatch(batchOf(1, [0]));
+    upstream.release(1);
+    await expect(verifier.done).rejects.toThrow('TOPIC_AUTHORIZATION_FAILED');
+    expect(upstream.aborted).toEqual([0]);
   });
 
   it('stops within its drain timeout: what finished is committed, a call still in flight is ended and left for the next owner', async () => {
