@@ -3,7 +3,7 @@ import type avro from 'avsc';
 import type { RegistryConfig } from '../config/index.ts';
 import { DecodeError, SchemaRegistryError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import { retry } from '../retry.ts';
+import { retry, unlessAborted } from '../retry.ts';
 import {
   type AvroSchemaJson,
   avroEncoder,
@@ -102,10 +102,17 @@ function decodeWith(reader: Reader, schemaId: number, body: Buffer): Decoded {
  * starts), again while the registry fails retriably: unreachable, answering 5xx, 408 or 429 past the
  * client's own retries, or silent for REGISTRY_TIMEOUT_MS (restarting, or slow under load).
  * defaultRetryPolicy: 5 more attempts over ~6 s of backoff; a failure after them, or one not
- * retriable (refused credentials, a schema refused), ends the start-up as before.
+ * retriable (refused credentials, a schema refused), ends the start-up as before. `signal` (a stop
+ * request) ends it at once with AbortedError, also within an attempt: the client's own retries and
+ * its 10 s timeout cannot be cut, and the attempt runs on, unobserved, until they end.
  */
-export function retriedAtStartUp<T>(step: () => Promise<T>, logger: Pick<Logger, 'warn'>): Promise<T> {
-  return retry(step, {
+export function retriedAtStartUp<T>(
+  step: () => Promise<T>,
+  logger: Pick<Logger, 'warn'>,
+  signal?: AbortSignal,
+): Promise<T> {
+  return retry(() => unlessAborted(step(), signal, 'a schema registry call at start-up'), {
+    ...(signal && { signal }),
     onRetry: ({ attempt, delayMs, error }) =>
       logger.warn(
         { err: error, attempt, delayMs },

@@ -2,13 +2,18 @@ import { once } from 'node:events';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DecodeError, isRetriable, SchemaRegistryError } from '../../src/errors.ts';
-import { createSchemaRegistry, REGISTRY_TIMEOUT_MS } from '../../src/kafka/registry.ts';
+import { AbortedError, DecodeError, isRetriable, SchemaRegistryError } from '../../src/errors.ts';
+import { createSchemaRegistry, REGISTRY_TIMEOUT_MS, retriedAtStartUp } from '../../src/kafka/registry.ts';
 import { isSchemaRefusal } from '../../src/kafka/registry-errors.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 
-/** A registry that accepts connections and then never answers (or answers only `partial`). */
-async function stuckRegistry(partial?: string): Promise<{ url: string; connections: () => number }> {
+/**
+ * A registry that accepts connections and then never answers (or answers only `partial`);
+ * `connected` resolves at its first connection.
+ */
+async function stuckRegistry(
+  partial?: string,
+): Promise<{ url: string; connections: () => number; connected: Promise<unknown> }> {
   const sockets: Socket[] = [];
   const server: Server = createServer((socket) => {
     sockets.push(socket);
@@ -19,7 +24,11 @@ async function stuckRegistry(partial?: string): Promise<{ url: string; connectio
   await once(server, 'listening');
   servers.push({ server, sockets });
   const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}/apis/ccompat/v7`, connections: () => sockets.length };
+  return {
+    url: `http://127.0.0.1:${port}/apis/ccompat/v7`,
+    connections: () => sockets.length,
+    connected: once(server, 'connection'),
+  };
 }
 
 const servers: { server: Server; sockets: Socket[] }[] = [];
@@ -102,6 +111,44 @@ describe('schema registry client against a registry that never answers', () => {
     },
     REGISTRY_TIMEOUT_MS + 5000,
   );
+});
+
+// A SIGTERM during start-up waited for these: a call the registry never answered (its 10 s timeout)
+// and five more attempts with ~6 s of backoff, before the start-up could end.
+describe('retriedAtStartUp', () => {
+  it('ends at once with AbortedError when the signal aborts during a call the registry never answers', async () => {
+    const stuck = await stuckRegistry();
+    const registry = createSchemaRegistry({ url: stuck.url });
+    const stop = new AbortController();
+    const warnings: unknown[] = [];
+    const registering = retriedAtStartUp(
+      () => registry.register('alerts', loadSchema(SchemaNames.AlertUpserted)),
+      { warn: (details: unknown) => warnings.push(details) },
+      stop.signal,
+    );
+    await stuck.connected;
+    stop.abort(new AbortedError('SIGTERM during start-up'));
+    const err = await registering.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AbortedError);
+    expect((err as Error).cause).toBe(stop.signal.reason);
+    expect(warnings).toEqual([]);
+  });
+
+  it('stops waiting its backoff when the signal aborts, trying no more', async () => {
+    const stop = new AbortController();
+    let attempts = 0;
+    const registering = retriedAtStartUp(
+      async () => {
+        attempts++;
+        throw new SchemaRegistryError('registry unreachable', { retriable: true });
+      },
+      // Logged as the backoff begins.
+      { warn: () => stop.abort(new AbortedError('SIGTERM during start-up')) },
+      stop.signal,
+    );
+    await expect(registering).rejects.toBeInstanceOf(AbortedError);
+    expect(attempts).toBe(1);
+  });
 });
 
 describe('schema registry client over TLS', () => {
