@@ -9,6 +9,9 @@ import type { KafkaAdmin, TopicSpec } from './types.ts';
 const { ConfigResourceTypes } = kafkajs;
 
 export function wrapAdmin(admin: Admin): KafkaAdmin {
+  // Ends the waits below at close(): a call a stop request left behind (start-up racing its steps
+  // against the signal) would otherwise go on retrying, and kafkajs would connect again for it.
+  const closing = new AbortController();
   const call = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
     try {
       return await fn();
@@ -111,7 +114,13 @@ export function wrapAdmin(admin: Admin): KafkaAdmin {
               });
             }
           },
-          { retries: 40, initialDelayMs: 50, maxDelayMs: 1000, shouldRetry: () => true },
+          {
+            retries: 40,
+            initialDelayMs: 50,
+            maxDelayMs: 1000,
+            shouldRetry: () => true,
+            signal: closing.signal,
+          },
         ).catch((err: unknown) => {
           throw toKafkaError(err, 'waiting for new topics');
         });
@@ -129,11 +138,7 @@ export function wrapAdmin(admin: Admin): KafkaAdmin {
           await mustExist(topic);
           return call(`fetch offsets of ${topic}`, () => admin.fetchTopicOffsets(topic));
         },
-        {
-          retries: 10,
-          initialDelayMs: 50,
-          maxDelayMs: 1000,
-        },
+        { retries: 10, initialDelayMs: 50, maxDelayMs: 1000, signal: closing.signal },
       );
       return offsets.map((o) => ({ partition: o.partition, low: o.low, high: o.high }));
     },
@@ -143,6 +148,7 @@ export function wrapAdmin(admin: Admin): KafkaAdmin {
         retries: 5,
         initialDelayMs: 50,
         maxDelayMs: 1000,
+        signal: closing.signal,
       });
       return partitions ?? 0;
     },
@@ -178,6 +184,7 @@ export function wrapAdmin(admin: Admin): KafkaAdmin {
     },
 
     async close() {
+      closing.abort();
       await admin.disconnect();
     },
   };

@@ -1,8 +1,8 @@
 import type { KafkaConfig as KafkajsConfig, SASLOptions } from '@fraudlink/kafkajs';
 import type { KafkaConfig } from '../config/index.ts';
 import type { Logger } from '../logger.ts';
-import { unlessAborted } from '../retry.ts';
 import { wrapAdmin } from './admin.ts';
+import { connectedUnlessAborted } from './connect.ts';
 import { createGroupConsumer } from './consumer.ts';
 import { cacheCoordinatorLookups } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';
@@ -53,10 +53,10 @@ export function createKafkaClient({
   if (sasl) options.sasl = sasl;
   const kafka = new Kafka(options);
 
-  const admin = async (): Promise<KafkaAdmin> => {
+  const admin = async ({ signal }: { signal?: AbortSignal } = {}): Promise<KafkaAdmin> => {
     const a = kafka.admin();
     try {
-      await a.connect();
+      await connectedUnlessAborted(a.connect(), signal, 'connecting an admin client', () => a.disconnect());
     } catch (err) {
       // As a producer's (producer.ts): the caller gets nothing to close.
       await a.disconnect().catch(() => {});
@@ -72,15 +72,12 @@ export function createKafkaClient({
     groupConsumer: (o) => createGroupConsumer(kafka, o),
     async readTopic(topic, onRecords, o) {
       // With the broker away, connecting runs through kafkajs's retries (tens of seconds): an abort
-      // (SIGTERM) must not wait them out. An admin client that connects after it is closed then.
-      const connecting = admin();
+      // (SIGTERM) must not wait them out.
       let a: KafkaAdmin;
       try {
-        a = await unlessAborted(connecting, o?.signal, `reading ${topic}`);
+        a = await admin(o?.signal && { signal: o.signal });
       } catch (err) {
-        if (!o?.signal?.aborted) throw err;
-        void connecting.then((late) => late.close()).catch(() => {});
-        if (o.follow) return;
+        if (o?.follow && o.signal?.aborted) return;
         throw err;
       }
       try {

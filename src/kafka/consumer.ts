@@ -1,5 +1,6 @@
 import type { Kafka } from '@fraudlink/kafkajs';
 import { AbortedError } from '../errors.ts';
+import { connectedUnlessAborted } from './connect.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';
 import { assignerWithGroupHooks, type FetchOffsetReader, type KafkajsGroupState } from './kafkajs.ts';
@@ -49,6 +50,7 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
     ],
   });
   let started: Promise<void> | undefined;
+  let closed = false;
   // Joined and positioned: the first fetch after the join has resolved the start offsets, so a
   // record written from then on is seen even by a member that starts at the latest offset.
   const joined = Promise.withResolvers<void>();
@@ -97,12 +99,20 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
     if (!restart) joined.reject(failure);
     options.onCrash?.(failure, restart);
   });
+  const closedEarly = () => new AbortedError(`consumer ${options.groupId} closed before it joined its group`);
+  const close = async () => {
+    closed = true;
+    joined.reject(closedEarly());
+    await consumer.disconnect();
+  };
   return {
-    start() {
+    start(signal) {
       started ??= (async () => {
         try {
           await consumer.connect();
           await consumer.subscribe({ topics: options.topics, fromBeginning: options.fromBeginning ?? true });
+          // Closed meanwhile (a stop request while kafkajs retried the connection): it must not join.
+          if (closed) throw closedEarly();
           await consumer.run({
             autoCommit: options.autoCommit ?? false,
             partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
@@ -131,7 +141,7 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
         }
         await joined.promise;
       })();
-      return started;
+      return connectedUnlessAborted(started, signal, `starting consumer ${options.groupId}`, close);
     },
     pause(partitions) {
       consumer.pause(toKafkajsPartitions(partitions));
@@ -140,10 +150,7 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
       consumer.resume(toKafkajsPartitions(partitions));
     },
     membership: () => membership,
-    async close() {
-      joined.reject(new AbortedError(`consumer ${options.groupId} closed before it joined its group`));
-      await consumer.disconnect();
-    },
+    close,
   };
 }
 

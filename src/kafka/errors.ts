@@ -1,4 +1,4 @@
-import { FencedError, KafkaError } from '../errors.ts';
+import { AbortedError, FencedError, KafkaError } from '../errors.ts';
 import type { TopicPartitionError } from './topic-errors.ts';
 
 /**
@@ -115,9 +115,12 @@ export function oversizeTopicsOf(err: unknown): string[] {
     .map(([topic]) => topic);
 }
 
-/** kafkajs errors into the project's model: fencing is FencedError, the rest KafkaError keeping kafkajs's verdict. */
+/**
+ * kafkajs errors into the project's model: fencing is FencedError, the rest KafkaError keeping
+ * kafkajs's verdict. An abort (AbortedError) stays one.
+ */
 export function toKafkaError(err: unknown, what: string): Error {
-  if (err instanceof KafkaError || err instanceof FencedError) return err;
+  if (err instanceof KafkaError || err instanceof FencedError || err instanceof AbortedError) return err;
   if (isFencing(err)) {
     // The broker answers the same for a transaction it aborted after transaction.timeout.ms: the
     // producer's epoch is stale either way and only a new producer can go on.

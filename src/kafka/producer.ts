@@ -7,6 +7,7 @@ import type {
 import type { KafkaCompression } from '../config/index.ts';
 import { FencedError, MemberFencedError } from '../errors.ts';
 import { CODEC_IDS } from './codecs.ts';
+import { connectedUnlessAborted } from './connect.ts';
 import { forgetCoordinators } from './coordinator-cache.ts';
 import { offsetsMemberships } from './eos-manager.ts';
 import { hasErrorType, isStaleMember, toKafkaError } from './errors.ts';
@@ -187,18 +188,26 @@ export async function createTransactionalProducer(
     if (keptOnV1) releaseTransactionProtocol(options.transactionalId);
   };
   /** A kafkajs producer with its producer id: InitProducerId, which fences older instances. */
-  const open = async (): Promise<KafkajsProducer> => {
+  const open = async (signal?: AbortSignal): Promise<KafkajsProducer> => {
     const created = kafka.producer({
       transactionalId: options.transactionalId,
       transactionTimeout: options.transactionTimeoutMs ?? 60_000,
       ...idempotent,
     });
-    try {
+    const initialising = (async () => {
       await created.connect();
       // kafkajs runs the transactional InitProducerId lazily, at the first transaction: begin and
       // abort an empty one now so that creating this producer fences any older instance at once.
       const first = await created.transaction();
       await first.abort();
+    })();
+    try {
+      await connectedUnlessAborted(
+        initialising,
+        signal,
+        `initialising transactional producer ${options.transactionalId}`,
+        () => created.disconnect(),
+      );
       return created;
     } catch (err) {
       await created.disconnect().catch(() => {});
@@ -207,7 +216,7 @@ export async function createTransactionalProducer(
   };
   let producer: KafkajsProducer;
   try {
-    producer = await open();
+    producer = await open(options.signal);
   } catch (err) {
     release();
     throw err;

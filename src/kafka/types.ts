@@ -190,8 +190,11 @@ export interface TopicPartitions {
 }
 
 export interface GroupConsumer {
-  /** Resolves once the consumer has joined its group, received its assignment and fetched once. */
-  start(): Promise<void>;
+  /**
+   * Resolves once the consumer has joined its group, received its assignment and fetched once.
+   * `signal` ends it at once (AbortedError), the consumer closed.
+   */
+  start(signal?: AbortSignal): Promise<void>;
   /**
    * After start(): stops fetching these partitions (back-pressure) without leaving the group;
    * batches in hand finish.
@@ -238,6 +241,8 @@ export interface TransactionalProducerOptions {
    * first partition while the last one's markers are written; on v1 kafkajs retries after 5 ms.
    */
   transactionProtocol?: 'auto' | 'v1';
+  /** Ends the creation at once (AbortedError), the producer disconnected: a stop request. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -245,8 +250,11 @@ export interface TransactionalProducerOptions {
  * (e.g. @platformatic/kafka) would implement it beside the kafkajs one, and no component would change.
  */
 export interface KafkaClient {
-  /** Connected admin client; close it when done. */
-  admin(): Promise<KafkaAdmin>;
+  /**
+   * Connected admin client; close it when done. `signal` ends the connect at once (AbortedError),
+   * the client disconnected.
+   */
+  admin(options?: { signal?: AbortSignal }): Promise<KafkaAdmin>;
   /** Connected and initialised: creating it fences any older producer with the same transactional id. */
   transactionalProducer(options: TransactionalProducerOptions): Promise<TransactionalProducer>;
   /** Connected idempotent producer (no transactions). */

@@ -9,3 +9,9 @@ it('closes the connection of a producer or admin client whose connect() failed, 
   const { stdout } = await promisify(execFile)(process.execPath, [fixture]);
   expect(JSON.parse(stdout)).toEqual({ failures: [], open: 0 });
 }, 60_000);
+
+// A stop request during start-up waited out kafkajs's connection retries: the clients took no signal.
+it('disconnects at once an admin client, a transactional producer and a consumer whose connect was aborted', async () => {
+  const { stdout } = await promisify(execFile)(process.execPath, [fixture, 'abort'], { timeout: 30_000 });
+  expect(JSON.parse(stdout)).toEqual({ failures: [], open: 0 });
+}, 60_000);
