@@ -136,9 +136,11 @@ interface Running {
 
 /**
  * How long a stop requested during start-up waits for start() to end. startConnector and
- * startVerifier do not take the abort signal yet, so a start-up retrying an unreachable broker
- * would run on past the pod's 30 s grace; after this the command returns without it, and the CLI's
- * exit ends what it left behind. One that ends meanwhile is stopped as usual.
+ * startVerifier take the abort signal and end within the step under way, having released what they
+ * created; this is the safety net for a step that would not (a release that hangs, a call not yet
+ * raced against the signal), which would otherwise run on past the pod's 30 s grace. After it the
+ * command returns without start-up, and the CLI's exit ends what it left behind. One that ends
+ * meanwhile is stopped as usual.
  */
 export const START_ABORT_GRACE_MS = 5000;
 
@@ -147,9 +149,10 @@ export const START_ABORT_GRACE_MS = 5000;
  * failure that ends it rejects, so the command exits with that failure's code. The signal handlers
  * are installed before start-up: as PID 1 in a container, where a signal without a handler is
  * dropped, a signal during a long start-up (a broker not yet reachable) was lost and the process ran
- * on until SIGKILL. Such a signal aborts `start`'s signal, and the command returns (exit 0) once
- * start-up has ended or START_ABORT_GRACE_MS has passed. A second signal, during start-up's grace
- * or the stop, ends the process at once with 128 + its number (untilSignal).
+ * on until SIGKILL. Such a signal aborts `start`'s signal, which ends start-up at once, and the
+ * command returns (exit 0) once start-up has ended, or at the latest after START_ABORT_GRACE_MS. A
+ * second signal, during start-up's grace or the stop, ends the process at once with 128 + its
+ * number (untilSignal).
  */
 export async function serveUntilSignal(
   start: (signal: AbortSignal) => Promise<Running>,

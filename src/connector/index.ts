@@ -9,6 +9,7 @@ import {
 } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
 import { createOpsServer } from '../observability/http-server.ts';
+import { type StartOptions, type StartUpSteps, startUp } from '../start-up.ts';
 import { type Connector, createConnector, retryReporter } from './connector.ts';
 import { openKafkaSession, registerAlertSchemas } from './kafka-session.ts';
 import { createConnectorMetrics } from './metrics.ts';
@@ -47,17 +48,36 @@ export interface RunningConnector {
   stop(): Promise<void>;
 }
 
-/** Wires the connector: provisioning, schemas, API client, Kafka sessions, metrics and ops endpoints. */
-export async function startConnector(config: ConnectorConfig, logger: Logger): Promise<RunningConnector> {
+/**
+ * Wires the connector: provisioning, schemas, API client, Kafka sessions, metrics and ops endpoints.
+ * `signal` ends start-up at once (AbortedError), what it had created released; once started, stop().
+ */
+export async function startConnector(
+  config: ConnectorConfig,
+  logger: Logger,
+  { signal }: StartOptions = {},
+): Promise<RunningConnector> {
+  return startUp(signal, (steps) => wire(config, logger, steps));
+}
+
+/** startConnector's steps: each one the stop signal ends, or taking it. */
+async function wire(
+  config: ConnectorConfig,
+  logger: Logger,
+  { signal, step, created }: StartUpSteps,
+): Promise<RunningConnector> {
   const log = logger.child({ component: 'connector' });
   const kafka: KafkaClient = createKafkaClient({ config: config.kafka, logger });
-  const admin = await kafka.admin();
+  const admin = await kafka.admin({ signal });
   let cursorMaxBytes: number | undefined;
   try {
-    await admin.provisionTopics(connectorTopics(config));
+    await step('provisioning the topics', admin.provisionTopics(connectorTopics(config)));
     // A compressed batch's size is known only once kafkajs compressed it: the broker judges those.
     if ((config.kafka.compression ?? 'none') === 'none') {
-      cursorMaxBytes = await admin.maxMessageBytes(config.topics.offsetsTopic);
+      cursorMaxBytes = await step(
+        "reading the offsets topic's max.message.bytes",
+        admin.maxMessageBytes(config.topics.offsetsTopic),
+      );
     }
   } finally {
     await admin.close();
@@ -66,6 +86,7 @@ export async function startConnector(config: ConnectorConfig, logger: Logger): P
   const encoders = await retriedAtStartUp(
     () => registerAlertSchemas(schemaRegistry, config.topics.alertsTopic),
     log,
+    signal,
   );
   const registry = new Registry();
   const metrics = createConnectorMetrics(registry);
@@ -89,6 +110,7 @@ export async function startConnector(config: ConnectorConfig, logger: Logger): P
     onRetry: retryReporter(metrics, log),
     logger: log,
   });
+  created(pages, (p) => p.close());
   const connector = createConnector({
     name: config.connector.name,
     exportStart: config.connector.exportStart,
@@ -96,8 +118,14 @@ export async function startConnector(config: ConnectorConfig, logger: Logger): P
     txMaxRows: config.connector.txMaxRows,
     txMaxMs: config.connector.txMaxMs,
     pages,
-    openSession: (signal) =>
-      openKafkaSession({ kafka, config, logger: log, signal, ...(cursorMaxBytes && { cursorMaxBytes }) }),
+    openSession: (stopping) =>
+      openKafkaSession({
+        kafka,
+        config,
+        logger: log,
+        signal: stopping,
+        ...(cursorMaxBytes && { cursorMaxBytes }),
+      }),
     metrics,
     logger: log,
   });
@@ -109,7 +137,8 @@ export async function startConnector(config: ConnectorConfig, logger: Logger): P
     ready: () => connector.ready(),
     logger: log,
   });
-  const { url } = await ops.start();
+  created(ops, (o) => o.stop());
+  const { url } = await step('starting the ops server', ops.start());
   log.info(
     { ops: url, alertsTopic: config.topics.alertsTopic, connector: config.connector.name },
     'connector starting',

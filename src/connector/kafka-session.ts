@@ -167,7 +167,10 @@ export interface SessionDeps {
    * refused before its transaction starts. Unset, the broker judges (a compressed batch may fit).
    */
   cursorMaxBytes?: number;
-  /** Ends the cursor read (AbortedError): SIGTERM while Kafka is away or a transaction is waited out. */
+  /**
+   * Ends the producer's creation and the cursor read (AbortedError): SIGTERM while Kafka is away or a
+   * transaction is waited out.
+   */
   signal?: AbortSignal;
 }
 
@@ -184,6 +187,7 @@ export async function openKafkaSession(deps: SessionDeps): Promise<PublishSessio
     // each would wait out the broker's 20 ms retry while the last one's markers are written
     // (src/kafka/README.md). The bench's bare producer on fraudlink's kafkajs lost ~25% that way.
     transactionProtocol: 'v1',
+    signal: deps.signal,
   });
   let cursor: CursorRecord | null;
   try {

@@ -62,7 +62,7 @@ const env = {
 const connectorConfig = loadConnectorConfig(env);
 const verifierConfig = loadVerifierConfig(env);
 const connector = await startConnector(connectorConfig, logger);
-const verifier = await startVerifier(verifierConfig, logger, 'npm-start');
+const verifier = await startVerifier(verifierConfig, logger, { instanceId: 'npm-start' });
 const client = createVerificationClient({
   kafka: verifierConfig.kafka,
   registry: verifierConfig.registry,

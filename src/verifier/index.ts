@@ -6,6 +6,7 @@ import { createKafkaClient, createSchemaRegistry, type Encoder, retriedAtStartUp
 import type { Logger } from '../logger.ts';
 import { createOpsServer } from '../observability/http-server.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
+import { type StartOptions, type StartUpSteps, startUp } from '../start-up.ts';
 import { createVerifierMetrics } from './metrics.ts';
 import { cachedPartitionCounts } from './partition-counts.ts';
 import type { VerificationResult } from './reply.ts';
@@ -32,40 +33,81 @@ export interface RunningVerifier {
   stop(): Promise<void>;
 }
 
-/** Wires the verifier: topics, schemas, API client, Kafka consumer + transactional producer, ops endpoints. */
+export interface StartVerifierOptions extends StartOptions {
+  /** Stable id of this instance, the suffix of its transactional ids; default the host name. */
+  instanceId?: string;
+}
+
+/**
+ * Wires the verifier: topics, schemas, API client, Kafka consumer + transactional producer, ops
+ * endpoints. `signal` ends start-up at once (AbortedError), what it had created released; once
+ * started, stop().
+ */
 export async function startVerifier(
   config: VerifierConfig,
   logger: Logger,
-  instanceId = hostname(),
+  { instanceId = hostname(), signal }: StartVerifierOptions = {},
+): Promise<RunningVerifier> {
+  return startUp(signal, (steps) => wire(config, logger, instanceId, steps));
+}
+
+/** startVerifier's steps: each one the stop signal ends, or taking it. */
+async function wire(
+  config: VerifierConfig,
+  logger: Logger,
+  instanceId: string,
+  { signal, step, created }: StartUpSteps,
 ): Promise<RunningVerifier> {
   const log = logger.child({ component: 'verifier' });
   const v = config.verifier;
   const kafka = createKafkaClient({ config: config.kafka, logger });
-  const admin = await kafka.admin();
-  await admin.provisionTopics([
-    { topic: v.requestsTopic, partitions: v.partitions, replicationFactor: v.replicationFactor, configs: {} },
-    { topic: v.repliesTopic, partitions: v.partitions, replicationFactor: v.replicationFactor, configs: {} },
-  ]);
+  const admin = created(await kafka.admin({ signal }), (a) => a.close());
+  await step(
+    'provisioning the topics',
+    admin.provisionTopics([
+      {
+        topic: v.requestsTopic,
+        partitions: v.partitions,
+        replicationFactor: v.replicationFactor,
+        configs: {},
+      },
+      {
+        topic: v.repliesTopic,
+        partitions: v.partitions,
+        replicationFactor: v.replicationFactor,
+        configs: {},
+      },
+    ]),
+  );
   // An unreadable request goes to the DLQ unchanged with headers added: a DLQ created here takes a
   // little more than the largest request, so that any request the requests topic took uncompressed
   // fits (DLQ copies go with KAFKA_COMPRESSION's codec, none by default). Never less than the
   // broker's default: several copies share one record batch of up to ~900 kB (MAX_SEND_BYTES). At
   // most Kafka's int32 limit.
-  const requestsMaxBytes = await admin.maxMessageBytes(v.requestsTopic);
+  const requestsMaxBytes = await step(
+    "reading the requests topic's max.message.bytes",
+    admin.maxMessageBytes(v.requestsTopic),
+  );
   const wantedDlqBytes = Math.min(
     Math.max(requestsMaxBytes + DLQ_HEADROOM_BYTES, BROKER_DEFAULT_MAX_MESSAGE_BYTES),
     INT32_MAX,
   );
-  await admin.provisionTopics([
-    {
-      topic: v.dlqTopic,
-      partitions: 1,
-      replicationFactor: v.replicationFactor,
-      configs: {},
-      createConfigs: { 'max.message.bytes': String(wantedDlqBytes) },
-    },
-  ]);
-  const dlqMaxBytes = await admin.maxMessageBytes(v.dlqTopic);
+  await step(
+    'provisioning the DLQ topic',
+    admin.provisionTopics([
+      {
+        topic: v.dlqTopic,
+        partitions: 1,
+        replicationFactor: v.replicationFactor,
+        configs: {},
+        createConfigs: { 'max.message.bytes': String(wantedDlqBytes) },
+      },
+    ]),
+  );
+  const dlqMaxBytes = await step(
+    "reading the DLQ topic's max.message.bytes",
+    admin.maxMessageBytes(v.dlqTopic),
+  );
   if (dlqMaxBytes < wantedDlqBytes) {
     log.warn(
       { dlqTopic: v.dlqTopic, dlqMaxBytes, requestsMaxBytes, wanted: wantedDlqBytes },
@@ -77,6 +119,7 @@ export async function startVerifier(
   await retriedAtStartUp(
     () => registry.encoder(v.requestsTopic, loadSchema(SchemaNames.VerificationRequest)),
     log,
+    signal,
   );
   const encoders = new Map<string, Promise<Encoder<VerificationResult>>>();
   const replyEncoder = (topic: string) => {
@@ -88,7 +131,7 @@ export async function startVerifier(
     }
     return encoder;
   };
-  await retriedAtStartUp(() => replyEncoder(v.repliesTopic), log);
+  await retriedAtStartUp(() => replyEncoder(v.repliesTopic), log, signal);
   const partitionCount = cachedPartitionCounts(
     (topic) => admin.partitionCount(topic),
     PARTITION_COUNT_TTL_MS,
@@ -100,6 +143,7 @@ export async function startVerifier(
     logger: log,
     ...(config.api.tls && { tls: config.api.tls }),
   });
+  created(api, (a) => a.close());
   const metricsRegistry = new Registry();
   const metrics = createVerifierMetrics(metricsRegistry);
   const verifier = createVerifier({
@@ -124,8 +168,10 @@ export async function startVerifier(
     ready: () => verifier.ready(),
     logger: log,
   });
-  const { url } = await ops.start();
-  await verifier.start();
+  created(ops, (o) => o.stop());
+  const { url } = await step('starting the ops server', ops.start());
+  // Closes what it has opened before it rejects.
+  await verifier.start(signal);
   const done = verifier.done.finally(async () => {
     await ops.stop();
     await api.close();

@@ -36,7 +36,11 @@ export const DRAIN_TIMEOUT_MS = 20_000;
 export const REFUSED_REPLY_TOPIC_MS = 5 * 60_000;
 
 export interface Verifier {
-  start(): Promise<void>;
+  /**
+   * Opens the producers and joins the group; `signal` ends it at once (AbortedError). Closes what it
+   * opened before it rejects.
+   */
+  start(signal?: AbortSignal): Promise<void>;
   /** Stops reading, lets in-flight requests finish and commits their replies. */
   stop(): Promise<void>;
   /**
@@ -103,8 +107,8 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   // group coordinator keeps the offset appended last whatever order the markers arrive in.
   let producers: TransactionalProducer[] = [];
   const transactionalIds = [deps.transactionalId, `${deps.transactionalId}.1`];
-  const openProducer = (transactionalId: string) =>
-    deps.kafka.transactionalProducer({ transactionalId, transactionTimeoutMs: 15_000 });
+  const openProducer = (transactionalId: string, signal?: AbortSignal) =>
+    deps.kafka.transactionalProducer({ transactionalId, transactionTimeoutMs: 15_000, signal });
   let turn = 0;
   const refusedTopics = deps.refusedReplyTopics ?? new RefusedReplyTopics(REFUSED_REPLY_TOPIC_MS);
   const handlerDeps: HandlerDeps = { ...deps, refusedReplyTopics: refusedTopics };
@@ -342,15 +346,18 @@ export function createVerifier(deps: VerifierDeps): Verifier {
 
   return {
     done,
-    async start() {
-      const created = await Promise.allSettled(transactionalIds.map(openProducer));
+    async start(signal) {
+      const created = await Promise.allSettled(transactionalIds.map((id) => openProducer(id, signal)));
       producers = created.flatMap((c) => (c.status === 'fulfilled' ? [c.value] : []));
       const failed = created.find((c) => c.status === 'rejected');
-      if (failed) {
+      try {
+        if (failed) throw failed.reason;
+        await consumer.start(signal);
+      } catch (err) {
+        await consumer.close().catch(() => {});
         await Promise.allSettled(producers.map((p) => p.close()));
-        throw failed.reason;
+        throw err;
       }
-      await consumer.start();
       logger.info({ requestsTopic: config.requestsTopic, groupId: config.groupId }, 'verifier started');
     },
     async stop() {

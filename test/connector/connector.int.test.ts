@@ -3,6 +3,7 @@ import { subjectFor } from '../../src/kafka/index.ts';
 import { REGISTRY_CLIENT_RETRIES } from '../../src/kafka/registry.ts';
 import { MALFORMED_KINDS } from '../../src/sandbox/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
+import { expectStartUpStopped } from '../helpers/cli.ts';
 import { collect } from '../helpers/kafka.ts';
 import { registryProxy } from '../helpers/registry.ts';
 import { connectorHarness, duplicates, fromTheStart, outOfOrder } from './harness.ts';
@@ -46,6 +47,20 @@ describe('connector against the sandbox, a real broker and a real registry', () 
     expect((await h.converged()).length).toBe(20);
     connector.child.kill('SIGTERM');
     expect(await connector.exited).toBe(0);
+  });
+
+  // Start-up ignored the stop request: the process exited only after the 5 s start-up grace, the
+  // registry asked again after the backoff (an unreachable broker: test/cli/connector.test.ts).
+  it('ends a start-up backing off from a failing registry at once on SIGTERM, with exit 0', async () => {
+    const h = await connectorHarness();
+    const subject = subjectFor(h.env.ALERTS_TOPIC, loadSchema(SchemaNames.AlertUpserted));
+    const registry = await registryProxy(h.env.SCHEMA_REGISTRY_URL, subject, {
+      drop: Number.POSITIVE_INFINITY,
+    });
+    const connector = h.start({ SCHEMA_REGISTRY_URL: registry.url });
+    await connector.logLine((l) => l.msg === 'the schema registry failed during start-up; trying again');
+    connector.child.kill('SIGTERM');
+    await expectStartUpStopped(connector);
   });
 
   it('loses and duplicates nothing when killed with SIGKILL at random moments and restarted', async () => {

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { onTestFailed, onTestFinished } from 'vitest';
+import { expect, onTestFailed, onTestFinished } from 'vitest';
 
 const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
@@ -86,4 +86,14 @@ export function runCli(args: string[], env: Record<string, string>): CliProcess 
       });
     },
   };
+}
+
+/**
+ * A SIGTERM during its start-up ended the process's start-up at once: exit 0, the start-up ended by
+ * the stop request rather than left behind after START_ABORT_GRACE_MS.
+ */
+export async function expectStartUpStopped(cli: CliProcess): Promise<void> {
+  expect(await cli.exited).toBe(0);
+  expect(cli.stderr()).toContain('"msg":"start-up ended by the stop request"');
+  expect(cli.stderr()).not.toContain('start-up did not end after the stop request');
 }

@@ -7,15 +7,19 @@ import { onTestFinished } from 'vitest';
  * A proxy to the registry at `target`, to point a component's SCHEMA_REGISTRY_URL at: it forwards
  * every request as it is and notes those naming `subject` (method and path) in `asked`; the first
  * `drop` of those it cuts off instead, their connection closed unanswered, as by a registry going
- * down.
+ * down. With `stall` it leaves them all unanswered, as a registry that hangs; `firstAsked` resolves
+ * at the first.
  */
-export async function registryProxy(target: string, subject: string, { drop = 0 } = {}) {
+export async function registryProxy(target: string, subject: string, { drop = 0, stall = false } = {}) {
   const registry = new URL(target);
   const asked: string[] = [];
+  const firstAsked = Promise.withResolvers<void>();
   let dropped = 0;
   const server = createServer((req, res) => {
     if (req.url?.includes(subject)) {
       asked.push(`${req.method} ${req.url}`);
+      firstAsked.resolve();
+      if (stall) return;
       if (dropped < drop) {
         dropped++;
         req.socket.destroy();
@@ -45,5 +49,5 @@ export async function registryProxy(target: string, subject: string, { drop = 0 
     return new Promise<void>((resolve) => server.close(() => resolve()));
   });
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}${registry.pathname}`, asked };
+  return { url: `http://127.0.0.1:${port}${registry.pathname}`, asked, firstAsked: firstAsked.promise };
 }

@@ -7,7 +7,7 @@ import { REGISTRY_CLIENT_RETRIES } from '../../src/kafka/registry.ts';
 import type { SandboxOptions } from '../../src/sandbox/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { sendJson, serve } from '../api/servers.ts';
-import { runCli } from '../helpers/cli.ts';
+import { expectStartUpStopped, runCli } from '../helpers/cli.ts';
 import { collect, denyTopic } from '../helpers/kafka.ts';
 import { registryProxy } from '../helpers/registry.ts';
 import { header, replyPartitionHeader, verifierHarness } from './harness.ts';
@@ -668,6 +668,26 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     await verifier.logLine((l) => l.msg === 'stop requested during start-up: aborting it');
     expect(await verifier.exited).toBe(0);
     expect(verifier.stderr()).toContain('verifier stopped');
+  });
+
+  // Start-up ignored the stop request: the process exited only after the 5 s start-up grace, with
+  // kafkajs still retrying the broker, or the registry call still waiting for its 10 s timeout.
+  it('ends a start-up retrying an unreachable broker at once on SIGTERM, with exit 0', async () => {
+    const h = await verifierHarness();
+    const verifier = h.start('unreachable', { KAFKA_BROKERS: '127.0.0.1:1' });
+    await verifier.logLine((l) => String(l.msg).includes('ECONNREFUSED 127.0.0.1:1'));
+    verifier.child.kill('SIGTERM');
+    await expectStartUpStopped(verifier);
+  });
+
+  it('ends a start-up waiting on a registry that never answers at once on SIGTERM, with exit 0', async () => {
+    const h = await verifierHarness();
+    const subject = subjectFor(h.config.verifier.requestsTopic, loadSchema(SchemaNames.VerificationRequest));
+    const registry = await registryProxy(h.env.SCHEMA_REGISTRY_URL, subject, { stall: true });
+    const verifier = h.start('stalled', { SCHEMA_REGISTRY_URL: registry.url });
+    await registry.firstAsked;
+    verifier.child.kill('SIGTERM');
+    await expectStartUpStopped(verifier);
   });
 
   it('stops with exit code 3 when the upstream refuses the API key, leaving the request unanswered', async () => {

@@ -29,7 +29,7 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
       const heapGrowingPercent = boundHeapGrowth();
       logger.debug({ heapGrowingPercent: heapGrowingPercent ?? 'from the command line' }, 'V8 heap growth');
       await serveUntilSignal(
-        () => startConnector(config, logger),
+        (signal) => startConnector(config, logger, { signal }),
         logger,
         'stopping: finishing the open transaction',
       );

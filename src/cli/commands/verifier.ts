@@ -22,7 +22,7 @@ export function registerVerifierCommand(program: Command, ctx: CliContext): void
       const logger = createLogger({ level: config.logLevel });
       const { startVerifier } = await import('../../verifier/index.ts');
       await serveUntilSignal(
-        () => startVerifier(config, logger, opts.instanceId),
+        (signal) => startVerifier(config, logger, { signal, instanceId: opts.instanceId }),
         logger,
         'stopping: draining in-flight verifications',
       );
