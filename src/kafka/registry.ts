@@ -75,7 +75,10 @@ export interface SchemaRegistryClient {
   register(topic: string, schema: AvroSchemaJson): Promise<number>;
   /** Registers, then returns a sync encoder with its avsc type built once. */
   encoder<T>(topic: string, schema: AvroSchemaJson): Promise<Encoder<T>>;
-  /** DecodeError for bad bytes or an id the registry does not know; SchemaRegistryError when it cannot answer. */
+  /**
+   * DecodeError for bad bytes, an id the registry does not know, or one of a schema that is not a
+   * readable Avro schema (JSON, Protobuf); SchemaRegistryError when the registry cannot answer.
+   */
   decode(buffer: Buffer | null): Promise<Decoded>;
   /** The synchronous fast path: undefined when the schema id is not cached yet. */
   decodeCached(buffer: Buffer | null): Decoded | undefined;
@@ -94,6 +97,26 @@ function decodeWith(reader: Reader, schemaId: number, body: Buffer): Decoded {
       `value is not a valid ${reader.name} Avro body (schema id ${schemaId}): ${(err as Error).message}`,
       { cause: err },
     );
+  }
+}
+
+/**
+ * Throws unless `found`, the registry's answer to `GET /schemas/ids/{schemaId}`, is an Avro schema.
+ * One of another type (JSON, Protobuf) is the value's fault, as an id the registry does not know is:
+ * DecodeError. An answer without a schema is not from a registry (SCHEMA_REGISTRY_URL's fault, as a
+ * 404 to everything is): a SchemaRegistryError.
+ */
+function checkedAvro(schemaId: number, found: unknown): void {
+  const { schema, schemaType = 'AVRO' } = (found ?? {}) as { schema?: unknown; schemaType?: unknown };
+  if (typeof schema !== 'string') {
+    throw new SchemaRegistryError(
+      `reading schema id ${schemaId} answered no schema, not from a schema registry: ` +
+        'does SCHEMA_REGISTRY_URL name its API root (Apicurio: …/apis/ccompat/v7)?',
+      { retriable: false },
+    );
+  }
+  if (schemaType !== 'AVRO') {
+    throw new DecodeError(`schema id ${schemaId} is a ${String(schemaType)} schema, not an Avro one`);
   }
 }
 
@@ -130,25 +153,52 @@ export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegi
   if (options.auth) args.auth = options.auth;
   const registry = new SchemaRegistry(args, { forSchemaOptions: avroOptions() });
   const compatibility = COMPATIBILITY[options.compatibility ?? 'BACKWARD'];
-  // `GET /subjects` through the client's own HTTP stack (auth, timeout, retries): its `api` is
-  // private in the typings, and the client has no call of its own for it.
-  const { api } = registry as unknown as { api: { Subject: { all(params: object): Promise<unknown> } } };
+  // `GET /subjects` and `GET /schemas/ids/{id}` through the client's own HTTP stack (auth, timeout,
+  // retries): its `api` is private in the typings. The client has no call of its own for the first,
+  // and its getSchema() builds what the second answers whatever its type, JSON or Protobuf too.
+  const { api } = registry as unknown as {
+    api: {
+      Subject: { all(params: object): Promise<unknown> };
+      Schema: { find(params: { id: number }): Promise<{ data(): unknown }> };
+    };
+  };
   const listSubjects = () => api.Subject.all({});
   const readers = new Map<number, Reader>();
   const pending = new Map<number, Promise<Reader>>();
 
+  /**
+   * The avsc type of the schema the registry serves under `schemaId`. Its type is checked first
+   * (checkedAvro), then the client builds it, resolving any references to other subjects: it asks
+   * for the schema again, once per id and process. A schema it cannot build is the value's fault.
+   */
+  const avroTypeFor = async (schemaId: number): Promise<avro.Type> => {
+    checkedAvro(schemaId, (await api.Schema.find({ id: schemaId })).data());
+    try {
+      return (await registry.getSchema(schemaId)) as unknown as avro.Type;
+    } catch (err) {
+      // The client's error for a schema it could not build; an HTTP failure is not one.
+      if ((err as Error).name !== 'ConfluentSchemaRegistryArgumentError') throw err;
+      throw new DecodeError(
+        `schema id ${schemaId} is an Avro schema fraudlink cannot read: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+  };
+
   const readerFor = (schemaId: number): Promise<Reader> => {
     let p = pending.get(schemaId);
     if (!p) {
-      p = registry.getSchema(schemaId).then(
-        (schema) => {
-          const type = schema as unknown as avro.Type;
+      p = avroTypeFor(schemaId).then(
+        (type) => {
           const reader = { name: type.name ?? '(anonymous)', type };
           readers.set(schemaId, reader);
           return reader;
         },
         async (err: unknown) => {
+          // The verdict on a schema the registry served stays: the schema of an id does not change.
+          if (err instanceof DecodeError) throw err;
           pending.delete(schemaId);
+          if (err instanceof SchemaRegistryError) throw err;
           if (!isNotFound(err)) throw registryError(err, `reading schema id ${schemaId}`);
           // An unknown id is the data's fault, but a 404 is also what a wrong SCHEMA_REGISTRY_URL (a
           // missing /apis/ccompat/v7) or a proxy answers for everything: only a registry that lists

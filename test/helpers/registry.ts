@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { onTestFinished } from 'vitest';
+import { stackEnv } from './stack.ts';
 
 /**
  * A proxy to the registry at `target`, to point a component's SCHEMA_REGISTRY_URL at: it forwards
@@ -50,4 +51,29 @@ export async function registryProxy(target: string, subject: string, { drop = 0,
   });
   const { port } = server.address() as AddressInfo;
   return { url: `http://127.0.0.1:${port}${registry.pathname}`, asked, firstAsked: firstAsked.promise };
+}
+
+/** A JSON schema using `format: date-time`, which the registry client's JSON support (ajv) cannot build. */
+export const DATE_TIME_JSON_SCHEMA = JSON.stringify({
+  type: 'object',
+  properties: { at: { type: 'string', format: 'date-time' } },
+});
+
+/**
+ * `schema` registered under `subject` of the stack's registry straight through its API, as another
+ * team's serializer would register it (any type, references to other subjects); its id.
+ */
+export async function registeredSchema(
+  subject: string,
+  schemaType: 'AVRO' | 'JSON' | 'PROTOBUF',
+  schema: string,
+  references: { name: string; subject: string; version: number }[] = [],
+): Promise<number> {
+  const answer = await fetch(`${stackEnv().SCHEMA_REGISTRY_URL}/subjects/${subject}/versions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+    body: JSON.stringify({ schemaType, schema, references }),
+  });
+  if (!answer.ok) throw new Error(`registering ${subject} answered ${answer.status}: ${await answer.text()}`);
+  return ((await answer.json()) as { id: number }).id;
 }

@@ -1,10 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
 import { DecodeError, InvalidInputError, isRetriable, SchemaRegistryError } from '../../src/errors.ts';
 import { type AvroSchemaJson, createSchemaRegistry } from '../../src/kafka/index.ts';
+import { frame } from '../../src/kafka/wire-format.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { testClients } from '../helpers/kafka.ts';
+import { DATE_TIME_JSON_SCHEMA, registeredSchema } from '../helpers/registry.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';
 
 const event = {
@@ -62,6 +65,59 @@ describe('schema registry on a real registry', () => {
       'schema id 2147483647 is unknown to the registry',
     );
     await expect(registry.decode(null)).rejects.toThrow(/tombstone/);
+  });
+
+  it('reads a value framed with the id of a JSON or Protobuf schema as bad data, naming its type', async () => {
+    const { registry } = testClients();
+    const subject = uniqueName('payments');
+    // One the registry client cannot even build (ajv knows no `date-time`), and one it could.
+    const json = await registeredSchema(`${subject}-json`, 'JSON', DATE_TIME_JSON_SCHEMA);
+    const proto = await registeredSchema(
+      `${subject}-proto`,
+      'PROTOBUF',
+      'syntax = "proto3";\nmessage M { string a = 1; }\n',
+    );
+    const body = Buffer.from('{"at":"2020-01-01T00:00:00Z"}');
+    for (const [id, type] of [
+      [json, 'JSON'],
+      [proto, 'PROTOBUF'],
+    ] as const) {
+      const err = await registry.decode(frame(id, body)).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(DecodeError);
+      expect((err as Error).message).toBe(`schema id ${id} is a ${type} schema, not an Avro one`);
+    }
+  });
+
+  it("decodes a value whose Avro schema references another subject's record", async () => {
+    const { registry } = testClients();
+    const subject = uniqueName('parcels');
+    const inner = {
+      type: 'record',
+      name: 'Address',
+      namespace: 'fraudlink.test',
+      fields: [{ name: 'city', type: 'string' }],
+    };
+    const outer = {
+      type: 'record',
+      name: 'Parcel',
+      namespace: 'fraudlink.test',
+      fields: [{ name: 'to', type: 'fraudlink.test.Address' }],
+    };
+    await registeredSchema(`${subject}-address`, 'AVRO', JSON.stringify(inner));
+    const id = await registeredSchema(`${subject}-parcel`, 'AVRO', JSON.stringify(outer), [
+      { name: 'fraudlink.test.Address', subject: `${subject}-address`, version: 1 },
+    ]);
+    const body = avro.Type.forSchema({
+      ...outer,
+      fields: [{ name: 'to', type: inner }],
+    } as avro.Schema).toBuffer({
+      to: { city: 'Berlin' },
+    });
+    expect(await registry.decode(frame(id, body))).toEqual({
+      schemaId: id,
+      name: 'fraudlink.test.Parcel',
+      value: { to: { city: 'Berlin' } },
+    });
   });
 
   it('names a registry URL that misses the API root, rather than an object printed as [object Object]', async () => {

@@ -247,6 +247,46 @@ describe('schema registry client on a 404', () => {
   });
 });
 
+/** A registry answering `GET /schemas/ids/7` with `body` as `contentType`; the paths asked, in `paths`. */
+async function servingRegistry(body: string, contentType = 'application/vnd.schemaregistry.v1+json') {
+  const paths: string[] = [];
+  const server = createHttpServer((req, res) => {
+    paths.push(req.url ?? '');
+    res.writeHead(req.url?.endsWith('/schemas/ids/7') ? 200 : 404, { 'content-type': contentType });
+    res.end(body);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  httpServers.push(server);
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/apis/ccompat/v7`, paths };
+}
+
+describe('schema registry client on a schema it cannot read with', () => {
+  it('reads a value framed with the id of an Avro schema avsc cannot build as bad data, and asks once', async () => {
+    const schema = { type: 'record', name: 'Parcel', fields: [{ name: 'to', type: 'NoSuchType' }] };
+    const registry = await servingRegistry(JSON.stringify({ schema: JSON.stringify(schema) }));
+    const client = createSchemaRegistry({ url: registry.url });
+    const err = (await failureOf(client.decode(wireFormat(7)))).err;
+    expect(err).toBeInstanceOf(DecodeError);
+    expect((err as Error).message).toMatch(
+      /^schema id 7 is an Avro schema fraudlink cannot read: .*NoSuchType/,
+    );
+    const asked = registry.paths.length;
+    // The schema of an id does not change: the next value framed with it is judged without asking.
+    expect((await failureOf(client.decode(wireFormat(7)))).err).toBe(err);
+    expect(registry.paths).toHaveLength(asked);
+  });
+
+  it('blames the registry URL, not the data, when what answers serves no schema', async () => {
+    const registry = await servingRegistry('<html>a proxy page</html>', 'text/html');
+    const err = (await failureOf(createSchemaRegistry({ url: registry.url }).decode(wireFormat(7)))).err;
+    expect(err).toBeInstanceOf(SchemaRegistryError);
+    expect(isRetriable(err)).toBe(false);
+    expect((err as Error).message).toMatch(/^reading schema id 7 answered no schema, .*SCHEMA_REGISTRY_URL/);
+  });
+});
+
 /**
  * A registry that answers a subject's config BACKWARD and every registration `status` with `body`,
  * as the registry named in the test's title answers it (Apicurio 3.3.3's answers as seen from it).

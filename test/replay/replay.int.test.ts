@@ -2,11 +2,13 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { loadReplayConfig } from '../../src/config/index.ts';
 import { parseInstant } from '../../src/instant.ts';
 import { createSchemaRegistry } from '../../src/kafka/index.ts';
+import { frame } from '../../src/kafka/wire-format.ts';
 import { type AlertChange, type AlertState, replayAlerts } from '../../src/replay/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import type { VerificationRequest } from '../../src/verifier/request.ts';
 import { connectorHarness } from '../connector/harness.ts';
 import { runCli } from '../helpers/cli.ts';
+import { DATE_TIME_JSON_SCHEMA, registeredSchema } from '../helpers/registry.ts';
 
 /** The sandbox's active alerts keyed by IBAN, as replay must rebuild them. */
 function expectedTable(rows: readonly object[]) {
@@ -171,16 +173,27 @@ describe('replay of the compacted alerts topic', () => {
         partition: 1,
       },
     ]);
+    // A value framed with the id of another team's JSON schema, one the registry client cannot build.
+    const json = await registeredSchema(`${h.env.ALERTS_TOPIC}-payments`, 'JSON', DATE_TIME_JSON_SCHEMA);
+    await producer.send([
+      {
+        topic: h.env.ALERTS_TOPIC,
+        key: 'DE89370400440532013000',
+        value: frame(json, Buffer.from('{"at":"2020-01-01T00:00:00Z"}')),
+        partition: 2,
+      },
+    ]);
     const strict = runCli(['replay'], env);
     expect(await strict.exited).toBe(1);
     // Whichever bad record it reads first (partitions are read concurrently) stops it.
     expect(strict.stderr()).toMatch(/DECODE_FAILED: .*partition \d offset \d+ (cannot be decoded|holds a)/);
     const lenient = runCli(['replay', '--skip-undecodable', '--summary'], env);
     expect(await lenient.exited).toBe(0);
-    // Both bad records carry one IBAN, whose state in the table they may have changed: it is named.
-    expect(JSON.parse(lenient.stdout())).toMatchObject({ skipped: 2, uncertain: 1 });
+    // The bad records all carry one IBAN, whose state in the table they may have changed: it is named.
+    expect(JSON.parse(lenient.stdout())).toMatchObject({ skipped: 3, uncertain: 1 });
     expect(lenient.stderr()).toMatch(/"uncertain":1,"ibans":\["DE…3000"\].*may be out of date/);
     expect(lenient.stderr()).toMatch(/holds a fraudlink\.vop\.VerificationRequest, not an alert event/);
+    expect(lenient.stderr()).toMatch(/cannot be decoded: schema id \d+ is a JSON schema, not an Avro one/);
     // An unreachable registry is not undecodable data: even with --skip-undecodable replay stops
     // with the registry error instead of skipping every record and printing a table with holes.
     const noRegistry = runCli(['replay', '--skip-undecodable', '--summary'], {

@@ -4,12 +4,13 @@ import { TimeoutError } from '../../src/errors.ts';
 import { CODECS } from '../../src/kafka/codecs.ts';
 import { batchBytes, type Producer, subjectFor } from '../../src/kafka/index.ts';
 import { REGISTRY_CLIENT_RETRIES } from '../../src/kafka/registry.ts';
+import { frame } from '../../src/kafka/wire-format.ts';
 import type { SandboxOptions } from '../../src/sandbox/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { sendJson, serve } from '../api/servers.ts';
 import { expectStartUpStopped, runCli } from '../helpers/cli.ts';
 import { collect, denyTopic } from '../helpers/kafka.ts';
-import { registryProxy } from '../helpers/registry.ts';
+import { DATE_TIME_JSON_SCHEMA, registeredSchema, registryProxy } from '../helpers/registry.ts';
 import { header, replyPartitionHeader, verifierHarness } from './harness.ts';
 
 const IBAN = 'DE89370400440532013000';
@@ -452,6 +453,36 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     const avroReply = answered.find((r) => r.key?.toString() === 'garbage-avro');
     expect((await h.registry.decode(avroReply?.value ?? null)).value).toMatchObject({
       outcome: 'INVALID_REQUEST',
+    });
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+  });
+
+  it('sends a value framed with the id of a schema that is not Avro to the DLQ, and answers the request after it', async () => {
+    const { h, producer, replies, verifier } = await runningVerifier();
+    const dlq = await collect(h.kafka, h.config.verifier.dlqTopic);
+    // Another team's JSON schema in the same registry, one the registry client cannot even build.
+    const id = await registeredSchema(`${h.prefix}-payments-value`, 'JSON', DATE_TIME_JSON_SCHEMA);
+    const poison = frame(id, Buffer.from('{"at":"2020-01-01T00:00:00Z"}'));
+    await producer.send([
+      { topic: h.config.verifier.requestsTopic, key: 'json-schema', value: poison, partition: 0 },
+      onPartitionZero(h.config.verifier.requestsTopic, 'after-it', Date.now()),
+    ]);
+    const [dead] = await dlq.until((r) => r.length >= 1);
+    expect(dead?.value).toEqual(poison);
+    expect(header(dead as never, 'error-code')).toBe('REQUEST_UNREADABLE');
+    expect(header(dead as never, 'error-message')).toBe(`schema id ${id} is a JSON schema, not an Avro one`);
+    expect(header(dead as never, 'source-topic')).toBe(h.config.verifier.requestsTopic);
+    expect(header(dead as never, 'source-partition')).toBe('0');
+    const answered = await replies.until((r) => r.length >= 2);
+    const invalid = answered.find((r) => r.key?.toString() === 'json-schema');
+    expect((await h.registry.decode(invalid?.value ?? null)).value).toMatchObject({
+      outcome: 'INVALID_REQUEST',
+    });
+    const after = answered.find((r) => r.key?.toString() === 'after-it');
+    expect(JSON.parse(after?.value?.toString() ?? '')).toMatchObject({
+      requestId: 'after-it',
+      outcome: 'COMPLETED',
     });
     verifier.child.kill('SIGTERM');
     expect(await verifier.exited).toBe(0);
