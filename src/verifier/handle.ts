@@ -230,6 +230,15 @@ async function replyRecord(
 }
 
 /**
+ * stop() gave up on the request (it drops the request's partitions before it aborts `signal`), and
+ * `err` is its upstream call or reply lookup ended so: no reply is made or counted here, and whoever
+ * owns the partition next answers it.
+ */
+function abandoned(err: unknown, signal: AbortSignal | undefined): boolean {
+  return err instanceof AbortedError && signal?.aborted === true;
+}
+
+/**
  * Turns one request record into the records that answer it: exactly one reply, and a DLQ copy when
  * unreadable; an invalid request without an id (record key) gets only the DLQ copy.
  */
@@ -330,6 +339,8 @@ export async function handleRequest(
         metrics.upstreamLatency.observe(latency / 1000);
         result = completed(requestId, answer, now(), Math.round(latency));
       } catch (err) {
+        // Ended by stop() at its drain timeout, not by the upstream: no FAILED answer to count.
+        if (abandoned(err, signal)) return [];
         const latency = Math.round(performance.now() - started);
         const code = err instanceof FraudlinkError ? err.code : 'UPSTREAM_FAILED';
         // Refused credentials fail every request alike: stop (exit 3, SPEC §4) rather than answer FAILED
@@ -348,9 +359,7 @@ export async function handleRequest(
     try {
       out.push(await replyRecord(record, requestId, result, deps, signal));
     } catch (err) {
-      // stop() gave up on this request (it drops the request's partitions before it aborts): no
-      // reply is committed here, and whoever owns the partition next answers it.
-      if (err instanceof AbortedError && signal?.aborted) return [];
+      if (abandoned(err, signal)) return [];
       throw err;
     }
     metrics.requests.inc({ outcome: result.outcome, match: result.nameMatch ?? 'none' });

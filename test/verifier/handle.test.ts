@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { loadVerifierConfig } from '../../src/config/index.ts';
-import { DecodeError, SchemaRegistryError } from '../../src/errors.ts';
+import { AbortedError, DecodeError, SchemaRegistryError } from '../../src/errors.ts';
 import {
   createSchemaRegistry,
   type IncomingRecord,
@@ -134,6 +134,60 @@ describe('handleRequest reply routing', () => {
     stop.abort();
     expect(await handling).toEqual([]);
   });
+});
+
+describe('handleRequest abandoned by stop()', () => {
+  const custom = 'vop.verification.replies.team-a';
+  /** A request in `format`, asking for `replyTopic` when given. */
+  function requestIn(format: 'json' | 'avro', replyTopic?: string): IncomingRecord {
+    const record = jsonRequest(replyTopic ? { kafka_replyTopic: Buffer.from(replyTopic) } : {});
+    if (format === 'avro') delete record.headers['content-type'];
+    return record;
+  }
+  /** Reads an Avro request as the JSON one it stands for. */
+  const registry = {
+    decode: async (value: Buffer) => ({
+      schemaId: 1,
+      name: SchemaNames.VerificationRequest,
+      value: JSON.parse(value.toString()),
+    }),
+  } as never;
+
+  it.each([
+    ['a JSON request', 'json', undefined],
+    ['a JSON request for a custom reply topic', 'json', custom],
+    ['an Avro request', 'avro', undefined],
+    ['an Avro request for a custom reply topic', 'avro', custom],
+  ] as const)(
+    'answers nothing and counts nothing for %s whose upstream call the stop signal ended',
+    async (_, format, replyTopic) => {
+      const asked = Promise.withResolvers<void>();
+      const stop = new AbortController();
+      const metrics = createVerifierMetrics(new Registry());
+      const handling = handleRequest(
+        requestIn(format, replyTopic),
+        deps({
+          registry,
+          replyEncoder: async () => ({ encode: () => Buffer.from('avro reply') }) as never,
+          metrics,
+          // As the API client does: the signal ends the call with an AbortedError.
+          api: {
+            verify: (_request, options) =>
+              new Promise((_resolve, reject) => {
+                options?.signal?.addEventListener('abort', () => reject(new AbortedError('call aborted')));
+                asked.resolve();
+              }),
+          },
+        }),
+        stop.signal,
+      );
+      await asked.promise;
+      stop.abort();
+      expect(await handling).toEqual([]);
+      expect((await metrics.requests.get()).values).toEqual([]);
+      expect((await metrics.inFlight.get()).values[0]?.value).toBe(0);
+    },
+  );
 });
 
 describe('handleRequest when the broker refuses a reply topic', () => {

@@ -446,12 +446,15 @@ describe('verifier in-flight work', () => {
 
   it('stops within its drain timeout: what finished is committed, a call still in flight is ended and left for the next owner', async () => {
     // Request 0 is never answered.
-    const { verifier, consumer, transactions, upstream } = await oneInFlight({ drainTimeoutMs: 50 });
+    const { verifier, consumer, transactions, upstream, metrics } = await oneInFlight({ drainTimeoutMs: 50 });
     await consumer.eachBatch(batchOf(1, [0]));
     upstream.release(1);
     await verifier.stop();
     expect(upstream.aborted).toEqual([0]);
     expect(transactions).toEqual([{ keys: ['r-1-0'], offsets: [{ partition: 1, offset: '1' }] }]);
+    // The request left unanswered is not counted (as FAILED) either.
+    const counted = (await metrics.requests.get()).values.map((v) => [v.labels.outcome, v.value]);
+    expect(counted).toEqual([['COMPLETED', 1]]);
   });
 });
 
