@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { problemWith } from '../config/schema.ts';
+import { type SharedRule, takenBy } from '../config/schema.ts';
 import { AbortedError } from '../errors.ts';
 import { parseInstant } from '../instant.ts';
 import type { Logger } from '../logger.ts';
@@ -24,23 +24,28 @@ export function ratio(value: string): number {
 }
 
 /**
- * A string option's value checked by a rule of the configuration (src/config/schema.ts), so that a
- * flag and its variable refuse alike.
+ * A string option's value checked by a rule of the configuration (src/config/schema.ts) and taken
+ * as the configuration takes its variable, trimmed, so that a flag and its variable accept and
+ * refuse alike: `--api-key ' k'` as API_KEY=' k' is the key `k`, which is what a client's header
+ * carries (HTTP trims header values).
  */
-export function checkedBy(rule: Parameters<typeof problemWith>[0]) {
+export function checkedBy(rule: SharedRule) {
   return (value: string): string => {
-    const problem = problemWith(rule, value);
-    if (problem !== undefined) throw new InvalidArgumentError(problem);
-    return value;
+    const taken = takenBy(rule, value);
+    if ('problem' in taken) throw new InvalidArgumentError(taken.problem);
+    return taken.value;
   };
 }
 
 /**
  * A string option's value, refused when empty or blank: commander takes `--host ''` as given, and
  * code that reads an empty string as "unset" would then quietly use its default (all interfaces,
- * stdout, plain HTTP).
+ * stdout, plain HTTP). Otherwise kept as given.
  */
-export const nonEmpty = checkedBy('nonEmpty');
+export function nonEmpty(value: string): string {
+  checkedBy('nonEmpty')(value);
+  return value;
+}
 
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];

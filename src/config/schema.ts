@@ -8,12 +8,23 @@ const cursorParam = text.refine(
   (v) => v !== 'updatedAfter',
   "must not be updatedAfter, the export's other parameter",
 );
+// Sent as the x-api-key header; the interface gives keys no format, so any header-safe token.
+const apiKey = text.regex(
+  /^[\x21-\x7e]+$/,
+  'must be printable ASCII without spaces (it is an HTTP header value)',
+);
 /** Rules that code outside the configuration applies too: the sandbox to its options and flags. */
-const sharedRules = { nonEmpty: text, cursorParam };
+const sharedRules = { nonEmpty: text, cursorParam, apiKey };
+export type SharedRule = keyof typeof sharedRules;
 
-/** What `rule` finds wrong with `value` (its first message), or undefined when it holds. */
-export function problemWith(rule: keyof typeof sharedRules, value: string): string | undefined {
-  return sharedRules[rule].safeParse(value).error?.issues[0]?.message;
+/**
+ * `value` as the configuration takes a variable under `rule` (trimmed), or what the rule finds wrong
+ * with it (its first message).
+ */
+export function takenBy(rule: SharedRule, value: string): { value: string } | { problem: string } {
+  const result = sharedRules[rule].safeParse(value);
+  if (result.success) return { value: result.data };
+  return { problem: result.error.issues[0]?.message ?? 'is not valid' };
 }
 
 const flag = z
@@ -97,11 +108,7 @@ const compression = z.enum(['none', 'gzip', 'snappy', 'lz4', 'zstd'], {
 /** Variables of the upstream HTTP service. */
 export const apiEnv = {
   API_BASE_URL: baseUrl,
-  // Sent as the x-api-key header; the interface gives keys no format, so any header-safe token.
-  API_KEY: text.regex(
-    /^[\x21-\x7e]+$/,
-    'must be printable ASCII without spaces (it is an HTTP header value)',
-  ),
+  API_KEY: apiKey,
   API_TLS_CERT: text.optional(),
   API_TLS_KEY: text.optional(),
   API_TLS_CA: text.optional(),

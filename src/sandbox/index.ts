@@ -1,7 +1,7 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { problemWith } from '../config/schema.ts';
+import { type SharedRule, takenBy } from '../config/schema.ts';
 import { silentLogger } from '../logger.ts';
 import { holderNameFor } from './data.ts';
 import { FaultState, RateLimiter } from './faults.ts';
@@ -39,25 +39,28 @@ function checkOptions(o: SandboxOptions): void {
   if (o.basePath !== undefined && !/^(\/[\w.~-]+)*$/.test(o.basePath)) {
     throw new RangeError('sandbox option basePath must look like /api (no trailing slash)');
   }
-  // The configuration's rules (the CLI's flags follow them too): an empty host listens on all
-  // interfaces, and a cursor named updatedAfter would collide with the export's other parameter.
-  const texts = [
-    ['host', o.host, 'nonEmpty'],
-    ['cursorParam', o.cursorParam, 'cursorParam'],
-  ] as const;
-  for (const [name, value, rule] of texts) {
-    const problem = value === undefined ? undefined : problemWith(rule, value);
-    if (problem !== undefined) throw new RangeError(`sandbox option ${name} ${problem}`);
-  }
+}
+
+/**
+ * `value` under a rule of the configuration (the CLI's flags follow them too), trimmed as the
+ * configuration trims its variables: an empty host listens on all interfaces, a cursor named
+ * updatedAfter would collide with the export's other parameter, and a key with a space, or one
+ * with spaces around it, would match no client's header (HTTP trims header values).
+ */
+function textOption(name: string, value: string, rule: SharedRule): string {
+  const taken = takenBy(rule, value);
+  if ('problem' in taken) throw new RangeError(`sandbox option ${name} ${taken.problem}`);
+  return taken.value;
 }
 
 /** A local, faithful stand-in for the upstream service; see README.md beside this file. */
 export function createSandbox(options: SandboxOptions = {}): Sandbox {
   checkOptions(options);
-  const apiKeys = options.apiKeys && options.apiKeys.length > 0 ? [...options.apiKeys] : ['sandbox-key'];
-  if (new Set(apiKeys).size !== apiKeys.length || apiKeys.some((k) => k === '')) {
-    throw new RangeError('sandbox API keys must be distinct and non-empty');
-  }
+  const host = textOption('host', options.host ?? '127.0.0.1', 'nonEmpty');
+  const cursorParam = textOption('cursorParam', options.cursorParam ?? 'cursor', 'cursorParam');
+  const given = options.apiKeys && options.apiKeys.length > 0 ? options.apiKeys : ['sandbox-key'];
+  const apiKeys = given.map((key) => textOption('apiKeys', key, 'apiKey'));
+  if (new Set(apiKeys).size !== apiKeys.length) throw new RangeError('sandbox API keys must be distinct');
   const now = options.now ?? Date.now;
   const logger = options.logger ?? silentLogger();
   const seed = options.seed ?? 1;
@@ -72,7 +75,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     log,
     logger,
     basePath: options.basePath ?? '',
-    cursorParam: options.cursorParam ?? 'cursor',
+    cursorParam,
     pageSize: options.pageSize ?? 500,
     now,
     applyChanges,
@@ -113,14 +116,14 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       const s = server;
       await new Promise<void>((resolve, reject) => {
         s.once('error', reject);
-        s.listen(options.port ?? 8080, options.host ?? '127.0.0.1', () => {
+        s.listen(options.port ?? 8080, host, () => {
           s.off('error', reject);
           resolve();
         });
       });
       const { port, address } = s.address() as AddressInfo;
-      const host = address.includes(':') ? `[${address}]` : address;
-      url = `${tls ? 'https' : 'http'}://${host}:${port}${options.basePath ?? ''}`;
+      const urlHost = address.includes(':') ? `[${address}]` : address;
+      url = `${tls ? 'https' : 'http'}://${urlHost}:${port}${options.basePath ?? ''}`;
       const perSec = options.changesPerSec ?? 5;
       if (perSec > 0) startChanges(perSec);
       logger.info(

@@ -20,7 +20,10 @@ export interface SandboxOptions {
   port?: number;
   /** A path prefix the service lives under, e.g. /api; default none. */
   basePath?: string;
-  /** Each key is one tenant (institution); default ['sandbox-key']. */
+  /**
+   * Each key is one tenant (institution); default ['sandbox-key']. Trimmed, then as API_KEY:
+   * printable ASCII without spaces.
+   */
   apiKeys?: string[];
   /** Seeded alerts, default 1000. */
   alerts?: number;
@@ -32,7 +35,10 @@ export interface SandboxOptions {
   pageSize?: number;
   /** Export requests per second per tenant, default 10; 0 = unlimited. */
   rateLimit?: number;
-  /** Query parameter of the export cursor, default `cursor`; as EXPORT_CURSOR_PARAM, not `updatedAfter`. */
+  /**
+   * Query parameter of the export cursor, default `cursor`. As EXPORT_CURSOR_PARAM: trimmed, not
+   * `updatedAfter`.
+   */
   cursorParam?: string;
   faults?: Partial<SandboxFaults>;
   tls?: SandboxTls;

@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import { InvalidArgumentError } from 'commander';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.ts';
-import { instant, serveUntilSignal } from '../../src/cli/options.ts';
+import { checkedBy, instant, serveUntilSignal } from '../../src/cli/options.ts';
 import { AbortedError } from '../../src/errors.ts';
 
 describe('instant option', () => {
@@ -21,6 +21,21 @@ describe('instant option', () => {
   ])('refuses %s', (_what, value) => {
     expect(() => instant(value)).toThrow(InvalidArgumentError);
     expect(() => instant(value)).toThrow(`"${value}" is not a valid ISO-8601 instant`);
+  });
+});
+
+describe('checkedBy', () => {
+  // A flag kept its spaces where its variable lost them: `--cursor-param ' cursor'` named a
+  // parameter that the connector, given EXPORT_CURSOR_PARAM=' cursor', never sends.
+  it('takes the value as the configuration takes its variable, trimmed', () => {
+    expect(checkedBy('cursorParam')(' after ')).toBe('after');
+    expect(checkedBy('apiKey')('\tk1 ')).toBe('k1');
+  });
+
+  it("refuses with the configuration's message", () => {
+    expect(() => checkedBy('apiKey')('a b')).toThrow(
+      new InvalidArgumentError('must be printable ASCII without spaces (it is an HTTP header value)'),
+    );
   });
 });
 

@@ -100,6 +100,9 @@ describe('fraudlink sandbox', () => {
       "must not be updatedAfter, the export's other parameter",
     ],
     ['--api-key', ['--api-key', ' '], empty],
+    // Accepted, and no client could send it: API_KEY refuses it, as it is no HTTP header value.
+    ['--api-key', ['--api-key', 'tenant a'], 'must be printable ASCII without spaces'],
+    ['--api-key', ['--api-key', 'clé'], 'must be printable ASCII without spaces'],
     ['--tls-cert', ['--tls-cert', '', '--tls-key', ''], empty],
     ['--tls-ca', ['--tls-ca', ''], empty],
   ];
@@ -113,6 +116,39 @@ describe('fraudlink sandbox', () => {
       expect(cli.stdout()).toBe('');
     });
   }
+
+  // Both were taken with their spaces: every request then got 401 (HTTP trims header values), and
+  // ?cursor= was ignored (EXPORT_CURSOR_PARAM is trimmed, so the connector sends `cursor`). As
+  // their variables are, they are trimmed.
+  it('trims --api-key and --cursor-param as API_KEY and EXPORT_CURSOR_PARAM are trimmed', async () => {
+    const cli = runCli(
+      [
+        'sandbox',
+        '--port',
+        '0',
+        '--alerts',
+        '30',
+        '--page-size',
+        '10',
+        '--api-key',
+        ' k1 ',
+        '--cursor-param',
+        ' after',
+      ],
+      {},
+    );
+    const ready = await readyLine(cli);
+    expect(ready.apiKeys).toEqual(['k1']);
+    const first = await call(ready.url, exportPath({}), { key: 'k1' });
+    expect(first.status).toBe(200);
+    const { rows, nextCursor } = first.body as { rows: { id: string }[]; nextCursor: string };
+    const second = await call(ready.url, exportPath({ cursor: nextCursor }, 'after'), { key: 'k1' });
+    const ids = (second.body as { rows: { id: string }[] }).rows.map((r) => r.id);
+    expect(ids).toHaveLength(10);
+    expect(ids).not.toContain(rows[0]?.id);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+  });
 
   // Flags that only fail once the server listens: a usage error naming the flag, not a stack trace.
   const unusable: [string, string[], RegExp][] = [

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/logger.ts';
 import { createSandbox } from '../../src/sandbox/index.ts';
 import { createListener, type HandlerDeps } from '../../src/sandbox/server.ts';
-import { call, exportPath, startSandbox } from './helpers.ts';
+import { call, exportPath, type Row, startSandbox } from './helpers.ts';
 
 /** Writes `text` on a fresh socket and resolves with everything the server sent until it closed. */
 function rawRequest(url: string, text: string): Promise<string> {
@@ -228,7 +228,37 @@ describe('createSandbox options', () => {
       { cursorParam: 'updatedAfter' },
       "sandbox option cursorParam must not be updatedAfter, the export's other parameter",
     ],
+    [
+      'an API key with a space',
+      { apiKeys: ['tenant a'] },
+      'sandbox option apiKeys must be printable ASCII without spaces (it is an HTTP header value)',
+    ],
+    ['an empty API key', { apiKeys: ['a', ''] }, 'sandbox option apiKeys must not be empty'],
+    ['the same API key twice', { apiKeys: ['a', ' a'] }, 'sandbox API keys must be distinct'],
   ])('refuses %s with a RangeError naming the option', (_what, options, message) => {
     expect(() => createSandbox(options)).toThrow(new RangeError(message));
+  });
+
+  // A key with spaces around it matched no request (HTTP trims header values), and a cursor
+  // parameter so named was ignored: they are trimmed, as API_KEY and EXPORT_CURSOR_PARAM are.
+  it('trims the API keys, host and cursorParam as the configuration trims their variables', async () => {
+    const sandbox = createSandbox({
+      port: 0,
+      host: ' 127.0.0.1 ',
+      apiKeys: [' k1', 'k2 '],
+      cursorParam: ' after ',
+      alerts: 20,
+      pageSize: 10,
+      changesPerSec: 0,
+    });
+    const ready = await sandbox.start();
+    cleanup.push(() => sandbox.stop());
+    expect(ready).toEqual({ url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:/), apiKeys: ['k1', 'k2'] });
+    const first = await call(ready.url, exportPath({}), { key: 'k1' });
+    expect(first.status).toBe(200);
+    const { rows, nextCursor } = first.body as { rows: Row[]; nextCursor: string };
+    const second = await call(ready.url, exportPath({ cursor: nextCursor }, 'after'), { key: 'k1' });
+    expect((second.body as { rows: Row[] }).rows.map((r) => r.id)).not.toContain(rows[0]?.id);
+    expect((await call(ready.url, exportPath({}), { key: 'k2' })).status).toBe(200);
   });
 });

@@ -34,6 +34,8 @@ function fault(value: string, previous: Partial<SandboxFaults> = {}): Partial<Sa
   }
 }
 
+const apiKey = checkedBy('apiKey');
+
 function basePath(value: string): string {
   if (!/^(\/[\w.~-]+)*$/.test(value)) throw new InvalidArgumentError(`"${value}" is not a path like /api`);
   return value;
@@ -176,8 +178,8 @@ export function registerSandboxCommand(program: Command, ctx: CliContext): void 
     )
     .option(
       '--api-key <key>',
-      'an accepted API key, one tenant each (repeatable; default sandbox-key)',
-      (value: string, previous: string[]) => collect(nonEmpty(value), previous),
+      'an accepted API key, one tenant each (repeatable; default sandbox-key; as API_KEY, trimmed)',
+      (value: string, previous: string[]) => collect(apiKey(value), previous),
       [],
     )
     .option('--alerts <n>', 'seeded alerts', integer(0, 50_000_000), 1000)
@@ -192,7 +194,7 @@ export function registerSandboxCommand(program: Command, ctx: CliContext): void 
     )
     .option(
       '--cursor-param <name>',
-      'query parameter of the export cursor (as EXPORT_CURSOR_PARAM: not updatedAfter)',
+      'query parameter of the export cursor (as EXPORT_CURSOR_PARAM: trimmed, not updatedAfter)',
       checkedBy('cursorParam'),
       'cursor',
     )
