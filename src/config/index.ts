@@ -6,6 +6,7 @@ import {
   connectorEnv,
   DEFAULT_DEADLINE_MS,
   kafkaEnv,
+  registryEnv,
   verifierEnv,
   z,
 } from './schema.ts';
@@ -101,6 +102,18 @@ export interface ReplayConfig extends CommonConfig {
   alertsTopic: string;
 }
 
+/**
+ * What `connector status` and `connector reset` read: the cursor record, a JSON record on Kafka. They
+ * call neither the upstream nor the registry, so they need neither API_KEY nor SCHEMA_REGISTRY_URL.
+ */
+export interface CursorConfig {
+  logLevel: string;
+  kafka: KafkaConfig;
+  offsetsTopic: string;
+  /** CONNECTOR_NAME, the cursor record's key. */
+  name: string;
+}
+
 export interface ApiOnlyConfig extends CommonConfig {
   api: ApiConfig;
   /** EXPORT_CURSOR_PARAM, for `fraudlink api export`. */
@@ -150,10 +163,7 @@ function apiOf(e: z.output<z.ZodObject<typeof apiEnv>>): ApiConfig {
   return api;
 }
 
-function kafkaOf(e: z.output<z.ZodObject<typeof kafkaEnv>>): {
-  kafka: KafkaConfig;
-  registry: RegistryConfig;
-} {
+function kafkaOf(e: z.output<z.ZodObject<typeof kafkaEnv>>): KafkaConfig {
   const kafka: KafkaConfig = {
     brokers: e.KAFKA_BROKERS.split(',').map((b) => b.trim()),
     clientId: e.KAFKA_CLIENT_ID,
@@ -167,11 +177,15 @@ function kafkaOf(e: z.output<z.ZodObject<typeof kafkaEnv>>): {
       password: e.KAFKA_SASL_PASSWORD,
     };
   }
+  return kafka;
+}
+
+function registryOf(e: z.output<z.ZodObject<typeof registryEnv>>): RegistryConfig {
   const registry: RegistryConfig = { url: e.SCHEMA_REGISTRY_URL.replace(/\/+$/, '') };
   if (e.SCHEMA_REGISTRY_USERNAME && e.SCHEMA_REGISTRY_PASSWORD) {
     registry.auth = { username: e.SCHEMA_REGISTRY_USERNAME, password: e.SCHEMA_REGISTRY_PASSWORD };
   }
-  return { kafka, registry };
+  return registry;
 }
 
 /** Rules that span several variables, reported together with the per-variable problems. */
@@ -272,12 +286,13 @@ function load<S extends z.ZodRawShape, T>(
 }
 
 export function loadConnectorConfig(env: Env): ConnectorConfig {
-  const shape = { ...apiEnv, ...kafkaEnv, ...alertsEnv, ...connectorEnv, ...commonEnv };
+  const shape = { ...apiEnv, ...kafkaEnv, ...registryEnv, ...alertsEnv, ...connectorEnv, ...commonEnv };
   const topics = ['ALERTS_TOPIC', 'ALERTS_DLQ_TOPIC', 'CONNECTOR_OFFSETS_TOPIC'] as const;
   return load(env, shape, topics, (e) => ({
     ...common(e),
     api: apiOf(e),
-    ...kafkaOf(e),
+    kafka: kafkaOf(e),
+    registry: registryOf(e),
     topics: {
       alertsTopic: e.ALERTS_TOPIC,
       alertsPartitions: e.ALERTS_TOPIC_PARTITIONS,
@@ -296,12 +311,28 @@ export function loadConnectorConfig(env: Env): ConnectorConfig {
   }));
 }
 
+export function loadCursorConfig(env: Env): CursorConfig {
+  const shape = {
+    ...kafkaEnv,
+    CONNECTOR_OFFSETS_TOPIC: connectorEnv.CONNECTOR_OFFSETS_TOPIC,
+    CONNECTOR_NAME: connectorEnv.CONNECTOR_NAME,
+    LOG_LEVEL: commonEnv.LOG_LEVEL,
+  };
+  return load(env, shape, [], (e) => ({
+    logLevel: e.LOG_LEVEL,
+    kafka: kafkaOf(e),
+    offsetsTopic: e.CONNECTOR_OFFSETS_TOPIC,
+    name: e.CONNECTOR_NAME,
+  }));
+}
+
 export function loadVerifierConfig(env: Env): VerifierConfig {
   return load(
     env,
     {
       ...apiEnv,
       ...kafkaEnv,
+      ...registryEnv,
       ...verifierEnv,
       TOPIC_REPLICATION_FACTOR: alertsEnv.TOPIC_REPLICATION_FACTOR,
       ...commonEnv,
@@ -310,7 +341,8 @@ export function loadVerifierConfig(env: Env): VerifierConfig {
     (e) => ({
       ...common(e),
       api: apiOf(e),
-      ...kafkaOf(e),
+      kafka: kafkaOf(e),
+      registry: registryOf(e),
       verifier: {
         requestsTopic: e.VERIFY_REQUESTS_TOPIC,
         repliesTopic: e.VERIFY_REPLIES_TOPIC,
@@ -330,11 +362,17 @@ export function loadVerifierConfig(env: Env): VerifierConfig {
 }
 
 export function loadReplayConfig(env: Env): ReplayConfig {
-  return load(env, { ...kafkaEnv, ALERTS_TOPIC: alertsEnv.ALERTS_TOPIC, ...commonEnv }, [], (e) => ({
-    ...common(e),
-    ...kafkaOf(e),
-    alertsTopic: e.ALERTS_TOPIC,
-  }));
+  return load(
+    env,
+    { ...kafkaEnv, ...registryEnv, ALERTS_TOPIC: alertsEnv.ALERTS_TOPIC, ...commonEnv },
+    [],
+    (e) => ({
+      ...common(e),
+      kafka: kafkaOf(e),
+      registry: registryOf(e),
+      alertsTopic: e.ALERTS_TOPIC,
+    }),
+  );
 }
 
 export function loadApiConfig(env: Env): ApiOnlyConfig {

@@ -115,7 +115,7 @@ export const apiEnv = {
   API_TIMEOUT_MS: int(100, 600_000).default(10_000),
 };
 
-/** Variables of the Kafka cluster and the schema registry. */
+/** Variables of the Kafka cluster. */
 export const kafkaEnv = {
   KAFKA_BROKERS: brokerList,
   KAFKA_CLIENT_ID: text.default('fraudlink'),
@@ -124,6 +124,10 @@ export const kafkaEnv = {
   KAFKA_SASL_MECHANISM: saslMechanism.optional(),
   KAFKA_SASL_USERNAME: text.optional(),
   KAFKA_SASL_PASSWORD: text.optional(),
+};
+
+/** Variables of the schema registry (the Avro topics; the connector's cursor is JSON). */
+export const registryEnv = {
   SCHEMA_REGISTRY_URL: httpUrl,
   SCHEMA_REGISTRY_USERNAME: text.optional(),
   SCHEMA_REGISTRY_PASSWORD: text.optional(),

@@ -4,11 +4,19 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 
 /** `fraudlink connector ...` as a child process with an empty environment. */
 function fraudlink(args: string[]): Promise<{ code: number; stderr: string }> {
+  return fraudlinkWith(args, {});
+}
+
+/** `fraudlink connector ...` as a child process with `env` alone. */
+function fraudlinkWith(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ['src/cli/main.ts', 'connector', ...args],
-      { env: { PATH: process.env.PATH ?? '' } },
+      { env: { PATH: process.env.PATH ?? '', ...env } },
       (error, _stdout, stderr) => {
         resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stderr });
       },
@@ -27,6 +35,21 @@ describe('fraudlink connector reset', { timeout: 30_000 }, () => {
     // Refused while the arguments are read, before the configuration or Kafka is looked at.
     expect(run.stderr).not.toContain('CONFIG_INVALID');
   });
+});
+
+describe('fraudlink connector status and reset configuration', { timeout: 30_000 }, () => {
+  // They refused to run without API_BASE_URL and API_KEY (and SCHEMA_REGISTRY_URL), which they never
+  // use; what they do use is still refused by name, before Kafka is looked at.
+  it.each([['status'], ['reset', '--earliest']])(
+    '%s refuses a bad variable it reads by name, and asks for none it does not read',
+    async (...args) => {
+      const run = await fraudlinkWith(args, { KAFKA_BROKERS: 'k:1', CONNECTOR_NAME: 'no spaces' });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toBe(
+        'fraudlink: CONFIG_INVALID: invalid configuration: CONNECTOR_NAME: must be letters, digits, ".", "_" or "-"\n',
+      );
+    },
+  );
 });
 
 /**

@@ -3,6 +3,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import {
   loadApiConfig,
   loadConnectorConfig,
+  loadCursorConfig,
   loadReplayConfig,
   loadSandboxConfig,
   loadVerifierConfig,
@@ -368,6 +369,33 @@ describe('configuration', () => {
     expect(problemsOf(() => loadReplayConfig({})).map((p) => p.variable)).toEqual([
       'KAFKA_BROKERS',
       'SCHEMA_REGISTRY_URL',
+    ]);
+  });
+
+  // Both loaded the connector's whole configuration: API_BASE_URL and API_KEY were required, for
+  // commands that only read or write the cursor record, a JSON record on Kafka.
+  it('asks connector status and reset for Kafka, the cursor topic and name, and LOG_LEVEL only', () => {
+    expect(loadCursorConfig({ KAFKA_BROKERS: 'k1:9092, k2:9092' })).toEqual({
+      logLevel: 'info',
+      kafka: { brokers: ['k1:9092', 'k2:9092'], clientId: 'fraudlink', ssl: false, compression: 'none' },
+      offsetsTopic: 'fraudlink.connector.offsets',
+      name: 'fraudlink-alerts',
+    });
+    const unread = { API_KEY: 'a b', API_TLS_CERT: '/certs/tls.crt', SCHEMA_REGISTRY_USERNAME: 'u' };
+    const env = { ...unread, KAFKA_BROKERS: 'k:1', CONNECTOR_NAME: 'ours', CONNECTOR_OFFSETS_TOPIC: 'o' };
+    expect(loadCursorConfig(env)).toMatchObject({ name: 'ours', offsetsTopic: 'o' });
+    const bad = { ...unread, CONNECTOR_NAME: 'no spaces', CONNECTOR_OFFSETS_TOPIC: '..', LOG_LEVEL: 'loud' };
+    expect(problemsOf(() => loadCursorConfig(bad)).map((p) => p.variable)).toEqual([
+      'KAFKA_BROKERS',
+      'CONNECTOR_OFFSETS_TOPIC',
+      'CONNECTOR_NAME',
+      'LOG_LEVEL',
+    ]);
+    expect(
+      problemsOf(() => loadCursorConfig({ KAFKA_BROKERS: 'k:1', KAFKA_SASL_MECHANISM: 'plain' })),
+    ).toEqual([
+      { variable: 'KAFKA_SASL_USERNAME', message: 'is required when any KAFKA_SASL_* variable is set' },
+      { variable: 'KAFKA_SASL_PASSWORD', message: 'is required when any KAFKA_SASL_* variable is set' },
     ]);
   });
 

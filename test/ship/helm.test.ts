@@ -4,14 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { loadConnectorConfig, loadVerifierConfig } from '../../src/config/index.ts';
-import {
-  alertsEnv,
-  apiEnv,
-  commonEnv,
-  connectorEnv,
-  kafkaEnv,
-  verifierEnv,
-} from '../../src/config/schema.ts';
 import { parseInstant } from '../../src/instant.ts';
 import { DRAIN_TIMEOUT_MS } from '../../src/verifier/verifier.ts';
 import { writeTlsFiles } from '../config/tls-files.ts';
@@ -27,6 +19,7 @@ import {
   template,
   toObjects,
 } from './helm.ts';
+import { configVariables } from './variables.ts';
 
 interface Container {
   name: string;
@@ -230,14 +223,11 @@ describe('helm chart', { timeout: 60_000 }, () => {
   });
 
   it('can set every variable the configuration defines, from a value or a Secret', () => {
-    const variables = [apiEnv, kafkaEnv, alertsEnv, connectorEnv, verifierEnv, commonEnv].flatMap(
-      Object.keys,
-    );
     const set = new Set([
       ...Object.keys(podEnv(full.objects, '-connector')),
       ...Object.keys(podEnv(full.objects, '-verifier')),
     ]);
-    expect(variables.filter((v) => !set.has(v))).toEqual([]);
+    expect(configVariables.filter((v) => !set.has(v))).toEqual([]);
   });
 
   it('scales the verifier with an autoscaler when asked, keeping a disruption budget', () => {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { loadConnectorConfig } from '../../config/index.ts';
+import { loadConnectorConfig, loadCursorConfig } from '../../config/index.ts';
 import { boundHeapGrowth } from '../../connector/heap.ts';
 import { readCursorRecord, resetCursorRecord, startConnector } from '../../connector/index.ts';
 import { UsageError } from '../../errors.ts';
@@ -7,6 +7,10 @@ import { createKafkaClient } from '../../kafka/index.ts';
 import { createLogger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
 import { instant, serveUntilSignal, unlessSignalled } from '../options.ts';
+
+const CURSOR_VARIABLES =
+  'Reads KAFKA_* (brokers, client id, TLS, SASL), CONNECTOR_OFFSETS_TOPIC, CONNECTOR_NAME and LOG_LEVEL\n' +
+  'only: neither the upstream (API_*) nor the schema registry is needed.';
 
 export function registerConnectorCommand(program: Command, ctx: CliContext): void {
   const connector = program
@@ -39,17 +43,20 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
   connector
     .command('status')
     .description('print the stored cursor record of CONNECTOR_NAME')
-    .addHelpText('after', '\nSIGTERM or SIGINT stops it with nothing printed: exit 143 or 130.')
+    .addHelpText(
+      'after',
+      `\n${CURSOR_VARIABLES}\nSIGTERM or SIGINT stops it with nothing printed: exit 143 or 130.`,
+    )
     .action(async () => {
-      const config = loadConnectorConfig(ctx.env);
+      const config = loadCursorConfig(ctx.env);
       const logger = createLogger({ level: config.logLevel });
       const kafka = createKafkaClient({ config: config.kafka, logger });
       const read = await unlessSignalled(ctx, logger, 'the cursor record was not read', (signal) =>
-        readCursorRecord(kafka, config.topics.offsetsTopic, config.connector.name, { logger, signal }),
+        readCursorRecord(kafka, config.offsetsTopic, config.name, { logger, signal }),
       );
       if (read === undefined) return;
       ctx.stdout.write(
-        `${JSON.stringify(read.value ?? { connector: config.connector.name, cursor: null, stored: false }, null, 2)}\n`,
+        `${JSON.stringify(read.value ?? { connector: config.name, cursor: null, stored: false }, null, 2)}\n`,
       );
     });
 
@@ -60,7 +67,8 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
     .option('--earliest', 'resume from the start of the feed')
     .addHelpText(
       'after',
-      '\nSIGTERM or SIGINT stops it before the new cursor is written, with the stored one unchanged (a\n' +
+      `\n${CURSOR_VARIABLES}\n` +
+        'SIGTERM or SIGINT stops it before the new cursor is written, with the stored one unchanged (a\n' +
         'running connector may already be fenced): exit 143 or 130. A write under way is finished, unless a\n' +
         'second signal ends the process at once.',
     )
@@ -68,12 +76,12 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
       if (Boolean(opts.updatedAfter) === Boolean(opts.earliest)) {
         throw new UsageError('give exactly one of --updated-after <instant> and --earliest');
       }
-      const config = loadConnectorConfig(ctx.env);
+      const config = loadCursorConfig(ctx.env);
       const logger = createLogger({ level: config.logLevel });
       const kafka = createKafkaClient({ config: config.kafka, logger });
       const start = opts.earliest ? 'earliest' : new Date(opts.updatedAfter as string);
       const written = await unlessSignalled(ctx, logger, 'the cursor was not reset', (signal) =>
-        resetCursorRecord(kafka, config.topics.offsetsTopic, config.connector.name, start, logger, signal),
+        resetCursorRecord(kafka, config.offsetsTopic, config.name, start, logger, signal),
       );
       if (written === undefined) return;
       ctx.stdout.write(`${JSON.stringify(written.value, null, 2)}\n`);
