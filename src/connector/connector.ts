@@ -1,3 +1,4 @@
+import { ExportCursorCheck } from '../api/export-cursor.ts';
 import { AbortedError, ErrorCodes, findError, isRetriable } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { backoffDelay, defaultRetryPolicy, settledWithin, sleep } from '../retry.ts';
@@ -42,6 +43,8 @@ export interface PublishSession {
 export interface ConnectorDeps {
   name: string;
   exportStart: 'earliest' | Date;
+  /** EXPORT_CURSOR_PARAM: named when the upstream turns out not to read it. */
+  cursorParam: string;
   pollIntervalMs: number;
   txMaxRows: number;
   txMaxMs: number;
@@ -93,6 +96,12 @@ function cursorRefused(err: unknown, request: ExportRequest): boolean {
     findError(err, ErrorCodes.UPSTREAM_CLIENT_ERROR) !== undefined ||
     findError(err, ErrorCodes.UPSTREAM_NOT_FOUND) !== undefined
   );
+}
+
+/** Identifies a page's first row for ExportCursorCheck: its fingerprint (an event's, or a DLQ row's). */
+function firstRowOf(page: PreparedPage): string | undefined {
+  if (page.kinds.length === 0) return undefined;
+  return page.kinds[0] === KIND_REJECTED ? page.rejected[0]?.fingerprint : page.rowFingerprints[0];
 }
 
 /** The rows of a page the cursor has not seen yet, appended to the open transaction's lists. */
@@ -190,12 +199,16 @@ export function createConnector(deps: ConnectorDeps): Connector {
       let nextPage = fetchPage(requested);
       /** The mark when a refused cursor was last dropped: a second refusal there is not ridden out. */
       let droppedAt: number | null | undefined;
+      const cursorCheck = new ExportCursorCheck(deps.cursorParam);
+      /** True once the open transaction holds a page read with a cursor. */
+      let cursorPageOpen = false;
       /** Commits the open transaction; one at a time, the next page is fetched meanwhile. */
       const commitOpen = async (position: string): Promise<void> => {
         if (inflight) await inflight;
         const toCommit: Batch = { events: batch, rejected, cursor: tracker.snapshot(now()) };
         inflight = commit(session, toCommit).then(progressed);
         inflight.catch(swallow);
+        cursorPageOpen = false;
         lastCommittedPosition = position;
         lastCommitAt = now();
         batch = [];
@@ -226,9 +239,24 @@ export function createConnector(deps: ConnectorDeps): Connector {
           // committed when their transaction is CONNECTOR_TX_MAX_MS old, not when the page comes.
           if (page === undefined) await commitOpen(positionNow());
         }
+        try {
+          cursorCheck.check(requested, page.nextCursor, firstRowOf(page));
+        } catch (err) {
+          // None of this page's rows is admitted. Pages read without a cursor before it are sound:
+          // committed, with the cursor the last one named, from which a restart with the parameter's
+          // right name reads on. A page read with a cursor since the last commit may be the first
+          // page served again, unnoticed under a fresh cursor when the page before it was another
+          // (after a restart on a stored cursor, or a resume below the mark): the open transaction
+          // is dropped instead.
+          const position = positionNow();
+          const open = batch.length + rejected.length > 0 || position !== lastCommittedPosition;
+          if (open && !cursorPageOpen) await commitOpen(position);
+          throw err;
+        }
         metrics.setState('running');
         metrics.pages.inc();
         admit(page, tracker, batch, rejected);
+        if (requested.cursor !== undefined) cursorPageOpen = true;
         tracker.pageDone(page.nextCursor);
         metrics.deduplicated.inc(tracker.counters.deduplicated - dedupSeen);
         dedupSeen = tracker.counters.deduplicated;

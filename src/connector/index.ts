@@ -114,6 +114,7 @@ async function wire(
   const connector = createConnector({
     name: config.connector.name,
     exportStart: config.connector.exportStart,
+    cursorParam: config.connector.cursorParam,
     pollIntervalMs: config.connector.pollIntervalMs,
     txMaxRows: config.connector.txMaxRows,
     txMaxMs: config.connector.txMaxMs,

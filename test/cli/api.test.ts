@@ -91,6 +91,15 @@ describe('fraudlink api', { timeout: 60_000 }, () => {
     expect(run.stderr).toBe('');
   });
 
+  // Regression: it printed the first page again and again, without end (64,670 lines in 3 s).
+  it('stops --all with exit 2 naming EXPORT_CURSOR_PARAM, the first page printed once, when the upstream reads its cursor under another name', async () => {
+    const run = await fraudlink(['export', '--all'], { EXPORT_CURSOR_PARAM: 'token' });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/CONFIG_INVALID: .*EXPORT_CURSOR_PARAM: .*query parameter "token"/);
+    const first = sandbox.currentRows().slice(0, 25);
+    expect(lines(run.stdout)).toEqual(first);
+  });
+
   it('prints one export page with its nextCursor as a single JSON line, and continues from --cursor', async () => {
     const first = await fraudlink(['export']);
     expect(first.code).toBe(0);

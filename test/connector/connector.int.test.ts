@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { subjectFor } from '../../src/kafka/index.ts';
+import { type IncomingRecord, subjectFor } from '../../src/kafka/index.ts';
 import { REGISTRY_CLIENT_RETRIES } from '../../src/kafka/registry.ts';
 import { MALFORMED_KINDS } from '../../src/sandbox/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
@@ -140,6 +140,39 @@ describe('connector against the sandbox, a real broker and a real registry', () 
       expect(JSON.parse(r.value?.toString() ?? '')).toHaveProperty('qualification', 'PENDING');
     }
     expect(rejected.find((r) => r.headers['error-code']?.toString() === 'ROW_ID_MISSING')?.key).toBeNull();
+  });
+
+  // Regression: an upstream reading its cursor under another name answered each cursor with the
+  // first page again, which was published again without end (100,000 records in 10 s), exit 0.
+  it('stops with exit 2 naming EXPORT_CURSOR_PARAM, the first page published once, when the upstream reads its cursor under another name', async () => {
+    const h = await connectorHarness({ alerts: 30, pageSize: 10, cursorParam: 'token' });
+    const committed = await h.events();
+    const connector = h.start();
+    // Raced so that the defect fails the test at once rather than at its time limit.
+    const outcome = await Promise.race([
+      connector.exited,
+      committed
+        .until((r) => r.length > 10, 110_000)
+        .then(
+          () => 'published a page again',
+          () => 'neither',
+        ),
+    ]);
+    expect(outcome).toBe(2);
+    expect(connector.stderr()).toMatch(/CONFIG_INVALID: .*EXPORT_CURSOR_PARAM: .*query parameter "cursor"/);
+    const records: IncomingRecord[] = [];
+    await h.kafka.readTopic(h.env.ALERTS_TOPIC, (read) => void records.push(...read));
+    const events = await h.decode(records);
+    const firstPage = h.sandbox.currentRows().slice(0, 10);
+    expect(events.map((e) => e.alertId).sort()).toEqual(firstPage.map((r) => String(r.id)).sort());
+    expect(duplicates(events)).toEqual([]);
+    // With the service's name, it reads on from the cursor committed after that page.
+    const fixed = h.start({ EXPORT_CURSOR_PARAM: 'token' });
+    expect(duplicates(await h.converged())).toEqual([]);
+    fixed.child.kill('SIGTERM');
+    expect(await fixed.exited).toBe(0);
+    const exports = h.sandbox.requestLog().filter((r) => r.path.endsWith('/export'));
+    expect(exports.filter((r) => !r.query.token && !r.query.cursor && !r.query.updatedAfter)).toHaveLength(1);
   });
 
   it('lets a second instance fence the first, which exits with code 4, and stops cleanly on SIGTERM', async () => {

@@ -14,6 +14,7 @@ import {
 import { createConnectorMetrics } from '../../src/connector/metrics.ts';
 import { localPageSource } from '../../src/connector/pages.ts';
 import {
+  ConfigError,
   FencedError,
   InvalidInputError,
   KafkaError,
@@ -87,6 +88,19 @@ class RefusingFeed extends FakeFeed {
   }
 }
 
+/**
+ * A feed whose cursor parameter goes by another name than the one sent: every request is answered
+ * as one without a cursor, with the first page. `freshCursors` names a new cursor each time.
+ */
+class CursorIgnoringFeed extends FakeFeed {
+  freshCursors = false;
+  override async exportPage(request: ExportRequest) {
+    const page = await super.exportPage({ ...request, cursor: undefined });
+    if (this.freshCursors && page.nextCursor !== null) page.nextCursor += `.${this.requests.length}`;
+    return page;
+  }
+}
+
 /** A session store standing in for Kafka: commits are all-or-nothing, the cursor survives sessions. */
 class FakeKafka {
   committed: Batch[] = [];
@@ -127,6 +141,7 @@ function connectorFor(
   return createConnector({
     name: 'test',
     exportStart: 'earliest',
+    cursorParam: 'cursor',
     pollIntervalMs: 1,
     txMaxRows: overrides.txMaxRows ?? 3,
     txMaxMs: overrides.txMaxMs ?? 60_000,
@@ -191,6 +206,39 @@ describe('connector loop', () => {
     await expect(connector.start()).rejects.toBeInstanceOf(UpstreamClientError);
     expect(kafka.eventIds()).toEqual(['a0', 'a1', 'a2']);
   });
+
+  // Regression: the first page was published again for ever (its rows below the mark taken for late
+  // ones), and the connector never got past it.
+  it.each([
+    ['names the cursor sent as its nextCursor', false],
+    ['names a fresh cursor each time', true],
+  ])(
+    'stops with a ConfigError naming EXPORT_CURSOR_PARAM, the first page committed once also across a restart, when the upstream ignores the cursor and %s',
+    async (_, fresh) => {
+      const feed = new CursorIgnoringFeed(3);
+      feed.freshCursors = fresh;
+      for (let i = 0; i < 9; i++) feed.add(`a${i}`, 1000 + i);
+      const kafka = new FakeKafka();
+      const connector = connectorFor(feed, kafka, { txMaxRows: 100 });
+      feed.onRequest = (n) => {
+        if (n === 20) void connector.stop(); // ends the endless loop of the defect
+      };
+      const failure = connector.start();
+      await expect(failure).rejects.toBeInstanceOf(ConfigError);
+      await expect(failure).rejects.toThrow(/EXPORT_CURSOR_PARAM: .*query parameter "cursor"/);
+      expect(kafka.eventIds()).toEqual(['a0', 'a1', 'a2']);
+      // The position after the first page, which a restart with the right name reads on from.
+      expect(kafka.cursor).toMatchObject({ cursor: fresh ? '3.1' : '3', highWaterMark: 1002 });
+      expect(feed.requests).toHaveLength(2);
+      // Restarted on that cursor with the name still wrong: it stops again, publishing nothing more.
+      const restarted = connectorFor(feed, kafka, { txMaxRows: 100 });
+      feed.onRequest = (n) => {
+        if (n === 40) void restarted.stop();
+      };
+      await expect(restarted.start()).rejects.toBeInstanceOf(ConfigError);
+      expect(kafka.eventIds()).toEqual(['a0', 'a1', 'a2']);
+    },
+  );
 
   it('restarts from the committed cursor after a failed commit, without a duplicate or a gap', async () => {
     const feed = new FakeFeed(2);

@@ -1,7 +1,13 @@
 import { once } from 'node:events';
 import type CliProgress from 'cli-progress';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { type ApiClient, type CallOptions, isDotSegment, type SentSearchFilters } from '../../api/index.ts';
+import {
+  type ApiClient,
+  type CallOptions,
+  ExportCursorCheck,
+  isDotSegment,
+  type SentSearchFilters,
+} from '../../api/index.ts';
 import { loadApiConfig } from '../../config/index.ts';
 import { AbortedError, ErrorCodes, ExitCodes, FraudlinkError } from '../../errors.ts';
 import { isValidNormalizedIban, normalizeIban } from '../../iban.ts';
@@ -58,6 +64,8 @@ interface Session {
   client: ApiClient;
   /** Per-call options: the abort signal (SIGINT, SIGTERM, closed stdout), retries, retry logging. */
   call: CallOptions;
+  /** EXPORT_CURSOR_PARAM, which the client sends the export cursor as. */
+  cursorParam: string;
   print(value: unknown): Promise<void>;
   progress(total?: number): { update(pages: number, items: number, total?: number): void; stop(): void };
 }
@@ -100,6 +108,7 @@ async function withSession(
           'upstream call failed, retrying',
         ),
     },
+    cursorParam: config.cursorParam,
     async print(value) {
       if (controller.signal.aborted) throw new AbortedError('output stopped');
       const ok = ctx.stdout.write(`${pretty ? JSON.stringify(value, null, 2) : JSON.stringify(value)}\n`);
@@ -217,7 +226,7 @@ function registerExport(api: Command, ctx: CliContext): void {
   retriesOption(command)
     .addHelpText('after', HELP_FOOTER)
     .action((opts: { updatedAfter?: string; cursor?: string; all?: boolean; retries?: number }) =>
-      withSession(ctx, opts.retries, async ({ client, call, print, progress }) => {
+      withSession(ctx, opts.retries, async ({ client, call, cursorParam, print, progress }) => {
         const first =
           opts.cursor !== undefined ? { cursor: opts.cursor } : { updatedAfter: opts.updatedAfter };
         if (!opts.all) {
@@ -225,12 +234,16 @@ function registerExport(api: Command, ctx: CliContext): void {
           return print({ rows, nextCursor });
         }
         const bar = progress();
+        const cursorCheck = new ExportCursorCheck(cursorParam);
         let request: { cursor?: string; updatedAfter?: string } = first;
         let pages = 0;
         let items = 0;
         try {
           for (;;) {
             const page = await client.exportPage(request, call);
+            // Without it, a cursor the upstream does not read would print its first page for ever.
+            const firstRow = page.rows.length > 0 ? JSON.stringify(page.rows[0]) : undefined;
+            cursorCheck.check(request, page.nextCursor, firstRow);
             for (const row of page.rows) await print(row);
             pages++;
             items += page.rows.length;
