@@ -122,14 +122,15 @@ function admit(
       continue;
     }
     const eventId = eventIds[e] as string;
+    const alertId = alertIds[e] as string;
     const at = updatedAt[e] as number;
-    if (tracker.admitEvent(at, eventId, rowFingerprints[e] as string)) {
+    if (tracker.admitEvent(at, eventId, rowFingerprints[e] as string, alertId)) {
       events.push({
         type: kindTypes[kind] as EventType,
         key: keys[e] as string,
         value: eventValue(page, e),
         eventId,
-        alertId: alertIds[e] as string,
+        alertId,
         updatedAt: at,
       });
     }

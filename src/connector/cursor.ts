@@ -3,8 +3,8 @@ import { DecodeError, InvalidInputError } from '../errors.ts';
 
 /**
  * The connector's position in the export feed, committed in the same transaction as the events it
- * covers. Besides the opaque upstream cursor it keeps the `updatedAt` high-water mark and the
- * identities of every row already handled at that millisecond: resuming with
+ * covers. Besides the opaque upstream cursor it keeps the `updatedAt` high-water mark and what was
+ * already handled at that millisecond (each alert's latest version, the DLQ rows): resuming with
  * `updatedAfter = mark - 1 ms` serves those rows again, and they must not be published twice.
  */
 export interface CursorRecord {
@@ -21,10 +21,19 @@ export interface CursorRecord {
   eventIdsAtMark: string[];
   /**
    * Fingerprints of the rows published at the mark (rowFingerprintOf): a row served again is matched
-   * on these, not on its event id. Absent from records written before this field: their
-   * `eventIdsAtMark` stand in, carried here as they are until the mark moves.
+   * on these, not on its event id. The first `alertIdsAtMark.length` are the latest version of the
+   * alert named there; any after those come from a record written before `alertIdsAtMark` (every
+   * row published at the mark, alert unknown) or before this field (its `eventIdsAtMark`), and are
+   * carried as they are until the mark moves.
    */
   rowsAtMark?: string[];
+  /**
+   * The alert of each of the first entries of `rowsAtMark`: a row at the mark is one served again
+   * only if it is its alert's latest version published there, so that a change back to an earlier
+   * version within the same millisecond is published. Absent from records written before this
+   * field. Beside `rowsAtMark` rather than in it, so that a release before it reads the record.
+   */
+  alertIdsAtMark?: string[];
   /** Fingerprints of rows sent to the DLQ at the high-water mark. */
   rejectedAtMark: string[];
   /**
@@ -53,6 +62,7 @@ const recordSchema = z.object({
   highWaterMarkIso: z.string().nullable(),
   eventIdsAtMark: z.array(z.string()).default([]),
   rowsAtMark: z.array(z.string()).optional(),
+  alertIdsAtMark: z.array(z.string()).optional(),
   rejectedAtMark: z.array(z.string()),
   rejectedAfterMark: z.array(z.string()).optional(),
   resumingBelowMark: z.boolean().optional(),
@@ -79,6 +89,13 @@ export function parseCursorRecord(bytes: Buffer): CursorRecord {
       `cursor record is malformed: ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}`,
     );
   }
+  const { rowsAtMark, alertIdsAtMark = [] } = parsed.data;
+  if (alertIdsAtMark.length > (rowsAtMark?.length ?? 0)) {
+    throw new DecodeError(
+      `cursor record is malformed: alertIdsAtMark names ${alertIdsAtMark.length} alerts for ` +
+        `${rowsAtMark?.length ?? 0} rowsAtMark`,
+    );
+  }
   return parsed.data;
 }
 
@@ -103,15 +120,23 @@ export interface ExportRequest {
 /** Mutable position used while pages are read; `snapshot()` is what gets committed. */
 export class CursorTracker {
   #record: CursorRecord;
-  /** Row fingerprints at the mark, and the event ids of a record written before them (never both). */
-  #rows: Set<string>;
+  /** Per alert published at the mark, the fingerprint of its latest version there. */
+  #latest: Map<string, string>;
+  /**
+   * What a record written before `alertIdsAtMark` knew at the mark: fingerprints of every row
+   * published there, alert unknown, or the event ids of one written before `rowsAtMark`.
+   */
+  #carried: Set<string>;
   #rejected: Set<string>;
   #rejectedAfterMark: Set<string>;
   #resumingBelowMark: boolean;
 
   constructor(record: CursorRecord) {
     this.#record = structuredClone(record);
-    this.#rows = new Set(record.rowsAtMark ?? record.eventIdsAtMark);
+    const rows = record.rowsAtMark ?? record.eventIdsAtMark;
+    const alerts = record.alertIdsAtMark ?? [];
+    this.#latest = new Map(alerts.map((alertId, i) => [alertId, rows[i] as string]));
+    this.#carried = new Set(rows.slice(alerts.length));
     this.#rejected = new Set(record.rejectedAtMark);
     this.#rejectedAfterMark = new Set(record.rejectedAfterMark);
     // Without a cursor the next request is the resume below the mark.
@@ -176,9 +201,21 @@ export class CursorTracker {
     this.#resumingBelowMark = false;
     if (mark === null || position > mark) {
       this.#record.highWaterMark = position;
-      this.#rows.clear();
+      this.#latest.clear();
+      this.#carried.clear();
       this.#rejected.clear();
     }
+  }
+
+  /**
+   * A row at the mark that an older record knew, its alert not named there: served again. Asked only
+   * for an alert with no version published since, so a change back to such a row after a newer one
+   * is new. An event id came from a record written before rowsAtMark: the only match it allows.
+   */
+  #isCarried(eventId: string, fingerprint: string): boolean {
+    // Almost always empty: checked first (hot path).
+    if (this.#carried.size === 0) return false;
+    return this.#carried.has(fingerprint) || this.#carried.has(eventId);
   }
 
   /**
@@ -195,23 +232,26 @@ export class CursorTracker {
   }
 
   /**
-   * True when an event is new and must be published; false when the same row (`fingerprint`, see
-   * rowFingerprintOf) was already published at the mark. Two changes of one alert at the same mark
-   * share an event id (SPEC §4's formula), so the id alone would drop the second one.
+   * True when an event is new and must be published; false when it is its alert's latest version
+   * published at the mark (`fingerprint`, see rowFingerprintOf), served again. Two changes of one
+   * alert at the same mark share an event id (SPEC §4's formula), so the id alone would drop the
+   * second one; and a change back to an earlier version (active, inactive, active again within the
+   * millisecond) is new too: the feed serves each alert's current state, so a row served again is
+   * always the latest version.
    */
-  admitEvent(updatedAt: number, eventId: string, fingerprint: string): boolean {
+  admitEvent(updatedAt: number, eventId: string, fingerprint: string, alertId: string): boolean {
     if (this.#justBelowMark(updatedAt)) {
       this.#record.counters.deduplicated++;
       return false;
     }
     this.#moveMark(updatedAt);
     if (updatedAt === this.#record.highWaterMark) {
-      // An event id here came from a record written before rowsAtMark: the only match it allows.
-      if (this.#rows.has(fingerprint) || this.#rows.has(eventId)) {
+      const latest = this.#latest.get(alertId);
+      if (latest === fingerprint || (latest === undefined && this.#isCarried(eventId, fingerprint))) {
         this.#record.counters.deduplicated++;
         return false;
       }
-      this.#rows.add(fingerprint);
+      this.#latest.set(alertId, fingerprint);
       this.#settleRejectedAfterMark();
     }
     this.#record.counters.published++;
@@ -288,7 +328,8 @@ export class CursorTracker {
       // Formatted here, once per commit, not on every mark move (hot path).
       highWaterMarkIso: mark === null ? null : new Date(mark).toISOString(),
       eventIdsAtMark: [],
-      rowsAtMark: [...this.#rows],
+      rowsAtMark: [...this.#latest.values(), ...this.#carried],
+      alertIdsAtMark: [...this.#latest.keys()],
       rejectedAtMark: [...this.#rejected],
       rejectedAfterMark: [...this.#rejectedAfterMark],
       resumingBelowMark: this.#resumingBelowMark,

@@ -315,6 +315,27 @@ describe('connector loop', () => {
     expect(kafka.eventIds()).toEqual(['a0', 'a1', 'a2', 'a3']);
   });
 
+  // Regression: the reactivation was taken for the first version served again, and the alert's last
+  // event was AlertDeactivated while the upstream had it active.
+  it('publishes an alert going active, inactive and active again within one updatedAt, read between the changes', async () => {
+    const feed = new FakeFeed(10);
+    feed.add('a1', 1000);
+    const kafka = new FakeKafka();
+    const connector = connectorFor(feed, kafka);
+    /** The feed shows the alert's current state: the row changes in place, its updatedAt kept. */
+    const set = (isActive: boolean) => {
+      feed.rows[0] = { ...(feed.rows[0] as Row), isActive };
+    };
+    feed.onRequest = (n) => {
+      if (n === 2) set(false);
+      if (n === 3) set(true);
+      if (n === 6) void connector.stop();
+    };
+    await connector.start();
+    const events = kafka.committed.flatMap((b) => b.events.map((e) => `${e.alertId}:${e.type}`));
+    expect(events).toEqual(['a1:AlertUpserted', 'a1:AlertDeactivated', 'a1:AlertUpserted']);
+  });
+
   it('sends a bad row to the DLQ once even when the feed serves it again at the mark', async () => {
     const feed = new FakeFeed(10);
     feed.add('a1', 1000);

@@ -42,7 +42,7 @@ describe('the connector publish session', () => {
     const { kafka, transactions } = fakeKafka();
     const session = await openKafkaSession({ kafka, config, logger: silentLogger(), cursorMaxBytes: 10_000 });
     const tracker = CursorTracker.initial('c', 'earliest');
-    for (let i = 0; i < 1000; i++) tracker.admitEvent(2000, `id-${i}`, String(i).padStart(16, '0'));
+    for (let i = 0; i < 1000; i++) tracker.admitEvent(2000, `id-${i}`, String(i).padStart(16, '0'), `a${i}`);
     const commit = session.commit({ events: [], rejected: [], cursor: tracker.snapshot() });
     await expect(commit).rejects.toBeInstanceOf(KafkaError);
     await expect(commit).rejects.toThrow(
@@ -56,7 +56,7 @@ describe('the connector publish session', () => {
     const { kafka, transactions } = fakeKafka();
     const session = await openKafkaSession({ kafka, config, logger: silentLogger(), cursorMaxBytes: 10_000 });
     const tracker = CursorTracker.initial('c', 'earliest');
-    tracker.admitEvent(2000, 'id-a', 'row-a');
+    tracker.admitEvent(2000, 'id-a', 'row-a', 'a');
     await session.commit({ events: [], rejected: [], cursor: tracker.snapshot() });
     expect(transactions).toHaveLength(1);
     expect(transactions[0]?.[0]?.topic).toBe('offsets');
@@ -64,7 +64,7 @@ describe('the connector publish session', () => {
 
   it('starts afresh from a tombstone for CONNECTOR_NAME, warning that the cursor was deleted after earlier records', async () => {
     const tracker = CursorTracker.initial('c', 'earliest');
-    tracker.admitEvent(2000, 'id-a', 'row-a');
+    tracker.admitEvent(2000, 'id-a', 'row-a', 'a');
     const written = cursorRecordOf('offsets', 'c', tracker.snapshot());
     const incoming = (offset: number, value: Buffer | null): IncomingRecord => ({
       topic: 'offsets',
