@@ -29,7 +29,12 @@ export class ExportCursorCheck {
     const previous = this.#previousFirstRow;
     this.#previousFirstRow = firstRow;
     if (request.cursor === undefined) return;
-    if (nextCursor === request.cursor) throw this.#ignored('names that same cursor as its nextCursor');
+    // Without rows, the same cursor back says "nothing new, ask again with it": caught up, in the
+    // dialect of a service that does not answer null (SPEC §8), not a cursor left unread. A service
+    // that ignored it would serve the feed's first page, and the feed has rows (the cursor came).
+    if (firstRow !== undefined && nextCursor === request.cursor) {
+      throw this.#ignored('names that same cursor as its nextCursor');
+    }
     if (firstRow !== undefined && firstRow === previous) {
       throw this.#ignored('starts with the first row of the page before it again');
     }

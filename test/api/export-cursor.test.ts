@@ -14,6 +14,13 @@ describe('ExportCursorCheck', () => {
     check.check({ updatedAfter: '2026-01-01T00:00:00.000Z' }, null, undefined);
   });
 
+  it('passes an empty page that gives the same cursor back: caught up, ask again with it', () => {
+    const check = new ExportCursorCheck('cursor');
+    check.check({}, 'c1', 'row-1');
+    check.check({ cursor: 'c1' }, 'c1', undefined);
+    check.check({ cursor: 'c1' }, 'c2', 'row-2');
+  });
+
   it('stops with a ConfigError naming EXPORT_CURSOR_PARAM when a page answers a cursor with that cursor again', () => {
     const check = new ExportCursorCheck('token');
     check.check({}, 'c1', 'row-1');
