@@ -44,9 +44,13 @@ export interface RegistryConfig {
   auth?: { username: string; password: string };
 }
 
-export interface CommonConfig {
-  http: { port: number; host: string };
+export interface LoggingConfig {
   logLevel: string;
+}
+
+/** The services' (connector, verifier): they serve /metrics, /healthz and /readyz. */
+export interface CommonConfig extends LoggingConfig {
+  http: { port: number; host: string };
 }
 
 export interface AlertsTopicsConfig {
@@ -96,7 +100,7 @@ export interface VerifierConfig extends CommonConfig {
   };
 }
 
-export interface ReplayConfig extends CommonConfig {
+export interface ReplayConfig extends LoggingConfig {
   kafka: KafkaConfig;
   registry: RegistryConfig;
   alertsTopic: string;
@@ -114,7 +118,7 @@ export interface CursorConfig {
   name: string;
 }
 
-export interface ApiOnlyConfig extends CommonConfig {
+export interface ApiOnlyConfig extends LoggingConfig {
   api: ApiConfig;
   /** EXPORT_CURSOR_PARAM, for `fraudlink api export`. */
   cursorParam: string;
@@ -364,10 +368,10 @@ export function loadVerifierConfig(env: Env): VerifierConfig {
 export function loadReplayConfig(env: Env): ReplayConfig {
   return load(
     env,
-    { ...kafkaEnv, ...registryEnv, ALERTS_TOPIC: alertsEnv.ALERTS_TOPIC, ...commonEnv },
+    { ...kafkaEnv, ...registryEnv, ALERTS_TOPIC: alertsEnv.ALERTS_TOPIC, LOG_LEVEL: commonEnv.LOG_LEVEL },
     [],
     (e) => ({
-      ...common(e),
+      logLevel: e.LOG_LEVEL,
       kafka: kafkaOf(e),
       registry: registryOf(e),
       alertsTopic: e.ALERTS_TOPIC,
@@ -378,9 +382,9 @@ export function loadReplayConfig(env: Env): ReplayConfig {
 export function loadApiConfig(env: Env): ApiOnlyConfig {
   return load(
     env,
-    { ...apiEnv, EXPORT_CURSOR_PARAM: connectorEnv.EXPORT_CURSOR_PARAM, ...commonEnv },
+    { ...apiEnv, EXPORT_CURSOR_PARAM: connectorEnv.EXPORT_CURSOR_PARAM, LOG_LEVEL: commonEnv.LOG_LEVEL },
     [],
-    (e) => ({ ...common(e), api: apiOf(e), cursorParam: e.EXPORT_CURSOR_PARAM }),
+    (e) => ({ logLevel: e.LOG_LEVEL, api: apiOf(e), cursorParam: e.EXPORT_CURSOR_PARAM }),
   );
 }
 

@@ -410,6 +410,17 @@ describe('configuration', () => {
     expect(loadReplayConfig(replay).alertsTopic).toBe('fraud.alerts.v1');
   });
 
+  // Both read the services' HTTP_PORT and HTTP_HOST, though they serve nothing: a value meant for
+  // the connector's pod (or a stray one) stopped them.
+  it('asks replay and api nothing of HTTP_PORT and HTTP_HOST, which only the services use', () => {
+    const serviceOnly = { HTTP_PORT: 'metrics', HTTP_HOST: '' };
+    expect(loadReplayConfig({ ...minimal, ...serviceOnly })).not.toHaveProperty('http');
+    expect(loadApiConfig({ ...minimal, ...serviceOnly })).not.toHaveProperty('http');
+    expect(
+      problemsOf(() => loadVerifierConfig({ ...minimal, HTTP_PORT: 'metrics' })).map((p) => p.variable),
+    ).toEqual(['HTTP_PORT']);
+  });
+
   it('takes an ISO-8601 export start as a date and treats empty strings as unset', () => {
     const config = loadConnectorConfig({
       ...minimal,
