@@ -59,6 +59,12 @@ async function stableEnds(
   signal: AbortSignal | undefined,
 ): Promise<PartitionEnd[]> {
   const abortable = signal ? { signal } : {};
+  // A missing topic fails at once, not retriable, as admin.topicOffsets does: the high watermarks'
+  // lookup reports it retriable, and `connector status` on a mistyped topic retried it for ~5 s
+  // before it failed on "This server does not host this topic-partition".
+  if ((await admin.partitionCount(topic)) === 0) {
+    throw new KafkaError(`topic ${topic} does not exist`, { retriable: false });
+  }
   const highs = await retry(() => highWatermarks(kafka, topic), {
     retries: 10,
     initialDelayMs: 50,

@@ -150,6 +150,18 @@ describe('reading a topic to its end (read_committed)', () => {
     expect((failure as KafkaError).message).toMatch(/transactions still open/);
   });
 
+  it.each([
+    ['to its end', {}],
+    ['with awaitOpenTransactions', { awaitOpenTransactions: { timeoutMs: 300 } }],
+  ] as const)('%s, fails at once, not retriable, naming a topic that does not exist', async (_, options) => {
+    const { kafka } = testClients();
+    const topic = uniqueName('read-missing');
+    const failure = await kafka.readTopic(topic, () => {}, options).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(KafkaError);
+    expect((failure as KafkaError).retriable).toBe(false);
+    expect((failure as KafkaError).message).toBe(`topic ${topic} does not exist`);
+  });
+
   it('resolves at once on an empty topic, reporting it caught up', async () => {
     const { kafka } = testClients();
     const [topic = ''] = await testTopics(kafka, ['read-empty'], 3);
