@@ -56,9 +56,10 @@ export interface Verifier {
 const HEARTBEAT_WHILE_WAITING_MS = 1000;
 
 /**
- * How long a failure waits for the consumer to leave and the producers to close before `done`
- * rejects all the same: a broker that stopped answering would otherwise hold the failing process
- * for kafkajs's request timeouts. Nothing is handed out meanwhile either way.
+ * How long a failure waits for the verifications in flight to end (aborted), the consumer to leave
+ * and the producers to close before `done` rejects all the same: a broker that stopped answering, or
+ * a registry decode that takes no signal, would otherwise hold the failing process for their
+ * timeouts. Nothing is handed out meanwhile either way.
  */
 const FAIL_CLOSE_MS = 10_000;
 
@@ -147,15 +148,14 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     progress.retain(() => false);
     abandon.abort();
     void (async () => {
-      await Promise.allSettled([...inFlight]);
       const waitedMs = deps.failCloseMs ?? FAIL_CLOSE_MS;
-      if (
-        !(await settledWithin(
-          closeClients().then(() => true),
-          waitedMs,
-        ))
-      ) {
-        logger.warn({ waitedMs }, 'the Kafka clients did not close after the failure: ending without them');
+      const tornDown = (async () => {
+        await Promise.allSettled([...inFlight]);
+        await closeClients();
+        return true;
+      })();
+      if (!(await settledWithin(tornDown, waitedMs))) {
+        logger.warn({ waitedMs }, "the failure's teardown did not end in time: ending without it");
       }
       rejectDone(err);
     })();
@@ -377,7 +377,9 @@ export function createVerifier(deps: VerifierDeps): Verifier {
         await commits.flush();
       }
       await closeClients();
-      finish();
+      // A failure came first, or meanwhile: done rejects with it once its teardown has ended, so the
+      // process exits with the failure's code, not 0 as after a clean stop.
+      if (!failed) finish();
     },
     ready: () =>
       joined && !stopping

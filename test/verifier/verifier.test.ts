@@ -432,6 +432,25 @@ describe('verifier in-flight work', () => {
     expect(attempts).toHaveLength(1);
   });
 
+  it("still ends with its failure when stop() comes during the failure's teardown (a SIGTERM then)", async () => {
+    const closing = Promise.withResolvers<void>();
+    const closed = Promise.withResolvers<void>();
+    const { verifier, consumer, upstream } = await oneInFlight({
+      failingTransactions: 1,
+      onConsumerClose: () => {
+        closing.resolve();
+        return closed.promise;
+      },
+    });
+    await consumer.eachBatch(batchOf(1, [0]));
+    upstream.release(1);
+    await closing.promise;
+    const stopped = verifier.stop();
+    closed.resolve();
+    await stopped;
+    await expect(verifier.done).rejects.toThrow('TOPIC_AUTHORIZATION_FAILED');
+  });
+
   it('ends with its failure also when its consumer never closes (a broker gone silent), after failCloseMs', async () => {
     const { verifier, consumer, upstream } = await oneInFlight({
       failingTransactions: 1,
