@@ -316,13 +316,18 @@ export function loadConnectorConfig(env: Env): ConnectorConfig {
 }
 
 export function loadCursorConfig(env: Env): CursorConfig {
+  // The alert topics only to refuse an offsets topic that is one of them, as `connector run` does:
+  // `reset` would write its JSON cursor record into the connector's Avro alerts or its DLQ.
   const shape = {
     ...kafkaEnv,
+    ALERTS_TOPIC: alertsEnv.ALERTS_TOPIC,
+    ALERTS_DLQ_TOPIC: alertsEnv.ALERTS_DLQ_TOPIC,
     CONNECTOR_OFFSETS_TOPIC: connectorEnv.CONNECTOR_OFFSETS_TOPIC,
     CONNECTOR_NAME: connectorEnv.CONNECTOR_NAME,
     LOG_LEVEL: commonEnv.LOG_LEVEL,
   };
-  return load(env, shape, [], (e) => ({
+  const topics = ['ALERTS_TOPIC', 'ALERTS_DLQ_TOPIC', 'CONNECTOR_OFFSETS_TOPIC'] as const;
+  return load(env, shape, topics, (e) => ({
     logLevel: e.LOG_LEVEL,
     kafka: kafkaOf(e),
     offsetsTopic: e.CONNECTOR_OFFSETS_TOPIC,

@@ -374,7 +374,7 @@ describe('configuration', () => {
 
   // Both loaded the connector's whole configuration: API_BASE_URL and API_KEY were required, for
   // commands that only read or write the cursor record, a JSON record on Kafka.
-  it('asks connector status and reset for Kafka, the cursor topic and name, and LOG_LEVEL only', () => {
+  it('asks connector status and reset for Kafka, the cursor topic and name, and LOG_LEVEL, and refuses an offsets topic that is an alerts one', () => {
     expect(loadCursorConfig({ KAFKA_BROKERS: 'k1:9092, k2:9092' })).toEqual({
       logLevel: 'info',
       kafka: { brokers: ['k1:9092', 'k2:9092'], clientId: 'fraudlink', ssl: false, compression: 'none' },
@@ -390,6 +390,14 @@ describe('configuration', () => {
       'CONNECTOR_OFFSETS_TOPIC',
       'CONNECTOR_NAME',
       'LOG_LEVEL',
+    ]);
+    // As `connector run` refuses it: `reset` would write the JSON cursor record into the Avro alerts.
+    expect(
+      problemsOf(() =>
+        loadCursorConfig({ KAFKA_BROKERS: 'k:1', CONNECTOR_OFFSETS_TOPIC: 'fraud.alerts.v1' }),
+      ),
+    ).toEqual([
+      { variable: 'CONNECTOR_OFFSETS_TOPIC', message: 'must name a different topic from ALERTS_TOPIC' },
     ]);
     expect(
       problemsOf(() => loadCursorConfig({ KAFKA_BROKERS: 'k:1', KAFKA_SASL_MECHANISM: 'plain' })),

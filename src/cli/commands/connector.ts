@@ -10,7 +10,8 @@ import { instant, serveUntilSignal, unlessSignalled } from '../options.ts';
 
 const CURSOR_VARIABLES =
   'Reads KAFKA_* (brokers, client id, TLS, SASL), CONNECTOR_OFFSETS_TOPIC, CONNECTOR_NAME and LOG_LEVEL\n' +
-  'only: neither the upstream (API_*) nor the schema registry is needed.';
+  '(ALERTS_TOPIC and ALERTS_DLQ_TOPIC only to refuse an offsets topic that is one of them): neither\n' +
+  'the upstream (API_*) nor the schema registry is needed.';
 
 export function registerConnectorCommand(program: Command, ctx: CliContext): void {
   const connector = program
