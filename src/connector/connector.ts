@@ -1,4 +1,4 @@
-import { ExportCursorCheck } from '../api/export-cursor.ts';
+import { caughtUp as caughtUpAt, ExportCursorCheck, pageIdentity } from '../api/export-cursor.ts';
 import { AbortedError, ErrorCodes, findError, isRetriable } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { backoffDelay, defaultRetryPolicy, settledWithin, sleep } from '../retry.ts';
@@ -98,10 +98,17 @@ function cursorRefused(err: unknown, request: ExportRequest): boolean {
   );
 }
 
-/** Identifies a page's first row for ExportCursorCheck: its fingerprint (an event's, or a DLQ row's). */
-function firstRowOf(page: PreparedPage): string | undefined {
-  if (page.kinds.length === 0) return undefined;
-  return page.kinds[0] === KIND_REJECTED ? page.rejected[0]?.fingerprint : page.rowFingerprints[0];
+/** The fingerprint of the page's first or last row (an event's, or a DLQ row's). */
+function fingerprintAt(page: PreparedPage, last: boolean): string | undefined {
+  if (page.kinds[last ? page.kinds.length - 1 : 0] === KIND_REJECTED) {
+    return (last ? page.rejected.at(-1) : page.rejected[0])?.fingerprint;
+  }
+  return last ? page.rowFingerprints.at(-1) : page.rowFingerprints[0];
+}
+
+/** The page as ExportCursorCheck compares it: its row count, first and last row. */
+function identityOf(page: PreparedPage): string | undefined {
+  return pageIdentity(page.kinds.length, fingerprintAt(page, false), fingerprintAt(page, true));
 }
 
 /** The rows of a page the cursor has not seen yet, appended to the open transaction's lists. */
@@ -203,6 +210,14 @@ export function createConnector(deps: ConnectorDeps): Connector {
       const cursorCheck = new ExportCursorCheck(deps.cursorParam);
       /** True once the open transaction holds a page read with a cursor. */
       let cursorPageOpen = false;
+      /**
+       * True while the open transaction holds a page ExportCursorCheck could not vouch for (the first
+       * answering a cursor after a restart or a page read without one): it is not committed before
+       * the next page has shown that the upstream reads the cursor, or the feed is caught up. Else an
+       * upstream ignoring the cursor had the feed's first page, its rows taken for late ones,
+       * committed again at every restart, with a fresh cursor that reads on from a wrong place.
+       */
+      let unvouched = false;
       /** Commits the open transaction; one at a time, the next page is fetched meanwhile. */
       const commitOpen = async (position: string): Promise<void> => {
         if (inflight) await inflight;
@@ -210,6 +225,7 @@ export function createConnector(deps: ConnectorDeps): Connector {
         inflight = commit(session, toCommit).then(progressed);
         inflight.catch(swallow);
         cursorPageOpen = false;
+        unvouched = false;
         lastCommittedPosition = position;
         lastCommitAt = now();
         batch = [];
@@ -219,7 +235,7 @@ export function createConnector(deps: ConnectorDeps): Connector {
       while (!controller.signal.aborted) {
         let page: PreparedPage | undefined;
         while (page === undefined) {
-          const open = batch.length + rejected.length > 0;
+          const open = batch.length + rejected.length > 0 && !unvouched;
           try {
             page = open ? await settledWithin(nextPage, batchStarted + deps.txMaxMs - now()) : await nextPage;
           } catch (err) {
@@ -237,11 +253,13 @@ export function createConnector(deps: ConnectorDeps): Connector {
             continue;
           }
           // The next page is slow (a 429's Retry-After, 5xx backoff): the rows read so far are
-          // committed when their transaction is CONNECTOR_TX_MAX_MS old, not when the page comes.
+          // committed when their transaction is CONNECTOR_TX_MAX_MS old, not when the page comes
+          // (unless `unvouched`: that page waits for this one).
           if (page === undefined) await commitOpen(positionNow());
         }
+        let vouched: boolean;
         try {
-          cursorCheck.check(requested, page.nextCursor, firstRowOf(page));
+          vouched = cursorCheck.check(requested, page.nextCursor, identityOf(page));
         } catch (err) {
           // None of this page's rows is admitted. Pages read without a cursor before it are sound:
           // committed, with the cursor the last one named, from which a restart with the parameter's
@@ -257,14 +275,19 @@ export function createConnector(deps: ConnectorDeps): Connector {
         metrics.setState('running');
         metrics.pages.inc();
         admit(page, tracker, batch, rejected);
-        if (requested.cursor !== undefined) cursorPageOpen = true;
+        if (requested.cursor !== undefined) {
+          cursorPageOpen = true;
+          // A page vouched for answering a cursor vouches for the one before it too.
+          unvouched = !vouched;
+        }
         tracker.pageDone(page.nextCursor);
         metrics.deduplicated.inc(tracker.counters.deduplicated - dedupSeen);
         dedupSeen = tracker.counters.deduplicated;
-        const caughtUp = page.nextCursor === null;
+        const caughtUp = caughtUpAt(requested, page.nextCursor, page.kinds.length);
         const rows = batch.length + rejected.length;
         const position = positionNow();
-        const due = rows >= deps.txMaxRows || now() - batchStarted >= deps.txMaxMs || caughtUp;
+        const due =
+          caughtUp || (!unvouched && (rows >= deps.txMaxRows || now() - batchStarted >= deps.txMaxMs));
         const idle = now() - lastCommitAt >= IDLE_COMMIT_MS;
         if (due && (rows > 0 || position !== lastCommittedPosition || idle)) await commitOpen(position);
         if (caughtUp) {

@@ -1,3 +1,4 @@
+import { caughtUp } from '../api/export-cursor.ts';
 import { AbortedError } from '../errors.ts';
 import type { ExportRequest } from './cursor.ts';
 import { type AlertEncoders, type PreparedPage, preparePage } from './prepare.ts';
@@ -63,7 +64,7 @@ interface Pending {
   key: string;
   controller: AbortController;
   page: Promise<PreparedPage>;
-  /** Known once the page arrived: where the following page starts (null: caught up). */
+  /** Known once the page arrived: where the following page starts (null: caught up, see caughtUp). */
   nextCursor?: string | null;
 }
 
@@ -90,7 +91,7 @@ export function readAhead(source: PageSource, depth: number): PageSource {
     newest = pending;
     pending.page.then(
       (page) => {
-        pending.nextCursor = page.nextCursor;
+        pending.nextCursor = caughtUp(request, page.nextCursor, page.kinds.length) ? null : page.nextCursor;
         topUp();
       },
       () => {}, // delivered to whoever takes this page; dropped with it otherwise

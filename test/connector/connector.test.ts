@@ -136,13 +136,14 @@ function connectorFor(
     openSession?: () => Promise<PublishSession>;
     logger?: Logger;
     now?: () => number;
+    pollIntervalMs?: number;
   } = {},
 ) {
   return createConnector({
     name: 'test',
     exportStart: 'earliest',
     cursorParam: 'cursor',
-    pollIntervalMs: 1,
+    pollIntervalMs: overrides.pollIntervalMs ?? 1,
     txMaxRows: overrides.txMaxRows ?? 3,
     txMaxMs: overrides.txMaxMs ?? 60_000,
     pages: localPageSource({ feed, encoders: testEncoders(), onRetry: () => {} }),
@@ -151,6 +152,20 @@ function connectorFor(
     logger: overrides.logger ?? silentLogger(),
     ...(overrides.now && { now: overrides.now }),
   });
+}
+
+/** Sessions of `kafka` that call `onCommit` after each commit. */
+function notifyingSessions(kafka: FakeKafka, onCommit: () => void): () => Promise<PublishSession> {
+  return async () => {
+    const session = await kafka.open();
+    return {
+      ...session,
+      commit: async (batch) => {
+        await session.commit(batch);
+        onCommit();
+      },
+    };
+  };
 }
 
 describe('connector loop', () => {
@@ -240,6 +255,65 @@ describe('connector loop', () => {
     },
   );
 
+  // Regression: after a restart on a stored cursor, the page answering it (the feed's first page, the
+  // cursor ignored) had nothing to be compared with, and was committed whenever its transaction was
+  // due before the next page came: its rows again at every restart, and a fresh cursor stored.
+  it.each<[string, { txMaxRows: number; txMaxMs?: number; slowPages?: boolean }]>([
+    ['its rows reach CONNECTOR_TX_MAX_ROWS', { txMaxRows: 2 }],
+    ['the next page comes after CONNECTOR_TX_MAX_MS', { txMaxRows: 100, txMaxMs: 1000, slowPages: true }],
+  ])(
+    'commits nothing of the first page answering a stored cursor the upstream ignores, when %s',
+    async (_, { txMaxRows, txMaxMs, slowPages }) => {
+      const feed = new CursorIgnoringFeed(3);
+      feed.freshCursors = true;
+      for (let i = 0; i < 9; i++) feed.add(`a${i}`, 1000 + i);
+      let clock = 0;
+      // Each page takes 1.5 s on this clock.
+      if (slowPages) {
+        feed.onRequest = () => {
+          clock += 1500;
+        };
+      }
+      const kafka = new FakeKafka();
+      const options = { txMaxRows, ...(txMaxMs !== undefined && { txMaxMs }), now: () => clock };
+      await expect(connectorFor(feed, kafka, options).start()).rejects.toBeInstanceOf(ConfigError);
+      expect(kafka.eventIds()).toEqual(['a0', 'a1', 'a2']);
+      const stored = kafka.cursor?.cursor;
+      for (let restart = 0; restart < 3; restart++) {
+        await expect(connectorFor(feed, kafka, options).start()).rejects.toBeInstanceOf(ConfigError);
+      }
+      expect(kafka.eventIds()).toEqual(['a0', 'a1', 'a2']);
+      expect(kafka.cursor?.cursor).toBe(stored);
+    },
+  );
+
+  // Regression: only a null nextCursor was caught up; such a page was asked for again at once, for ever.
+  it('waits its poll interval after an empty page that hands back the cursor it answered, committing what it read', async () => {
+    const feed = new FakeFeed(3);
+    feed.add('a0', 1000);
+    feed.add('a1', 1001);
+    const caughtUpWithCursor: ExportFeed = {
+      async exportPage(request) {
+        const page = await feed.exportPage(request);
+        return page.nextCursor === null ? { ...page, nextCursor: request.cursor ?? '2' } : page;
+      },
+    };
+    const kafka = new FakeKafka();
+    const committed = Promise.withResolvers<void>();
+    const connector = connectorFor(caughtUpWithCursor, kafka, {
+      txMaxRows: 100,
+      pollIntervalMs: 3_600_000,
+      openSession: notifyingSessions(kafka, () => committed.resolve()),
+    });
+    const running = connector.start();
+    await committed.promise;
+    await connector.stop();
+    await running;
+    expect(kafka.eventIds()).toEqual(['a0', 'a1']);
+    expect(kafka.cursor?.cursor).toBe('2');
+    expect(feed.requests).toEqual([{}, { cursor: '2' }]);
+  });
+
   it('restarts from the committed cursor after a failed commit, without a duplicate or a gap', async () => {
     const feed = new FakeFeed(2);
     for (let i = 0; i < 8; i++) feed.add(`a${i}`, 1000 + i);
@@ -288,20 +362,10 @@ describe('connector loop', () => {
     };
     const kafka = new FakeKafka();
     const firstCommit = Promise.withResolvers<void>();
-    const open = kafka.open.bind(kafka);
     const connector = connectorFor(feed, kafka, {
       txMaxRows: 100,
       txMaxMs: 50,
-      openSession: async () => {
-        const session = await open();
-        return {
-          ...session,
-          commit: async (batch) => {
-            await session.commit(batch);
-            firstCommit.resolve();
-          },
-        };
-      },
+      openSession: notifyingSessions(kafka, () => firstCommit.resolve()),
     });
     feed.onRequest = (n) => {
       if (n === 4) void connector.stop();

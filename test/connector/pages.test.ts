@@ -68,6 +68,26 @@ describe('readAhead', () => {
     expect(source.fetched).toEqual(['0', '1']);
   });
 
+  // Regression: such a page was read ahead along its own cursor, up to `depth` times at once, and the
+  // page served after the poll interval was one fetched before it.
+  it('reads nothing ahead of an empty page handing back the cursor it answered (caught up, ask again)', async () => {
+    const fetched: (string | undefined)[] = [];
+    const source: PageSource = {
+      async next(request) {
+        fetched.push(request.cursor);
+        return preparePage([], 'c1', 0, testEncoders());
+      },
+      async close() {},
+    };
+    const pages = readAhead(source, 3);
+    await pages.next({}, signal());
+    await settle();
+    expect(fetched).toEqual([undefined, 'c1']);
+    expect((await pages.next({ cursor: 'c1' }, signal())).nextCursor).toBe('c1');
+    await settle();
+    expect(fetched).toEqual([undefined, 'c1']);
+  });
+
   it('drops and aborts what it read ahead when asked for another page', async () => {
     const source = new ScriptedSource(10);
     source.hold('2');

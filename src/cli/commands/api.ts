@@ -4,8 +4,10 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import {
   type ApiClient,
   type CallOptions,
+  caughtUp,
   ExportCursorCheck,
   isDotSegment,
+  pageIdentity,
   type SentSearchFilters,
 } from '../../api/index.ts';
 import { loadApiConfig } from '../../config/index.ts';
@@ -242,14 +244,16 @@ function registerExport(api: Command, ctx: CliContext): void {
           for (;;) {
             const page = await client.exportPage(request, call);
             // Without it, a cursor the upstream does not read would print its first page for ever.
-            const firstRow = page.rows.length > 0 ? JSON.stringify(page.rows[0]) : undefined;
-            cursorCheck.check(request, page.nextCursor, firstRow);
+            const { rows } = page;
+            const identity = pageIdentity(rows.length, JSON.stringify(rows[0]), JSON.stringify(rows.at(-1)));
+            cursorCheck.check(request, page.nextCursor, identity);
             for (const row of page.rows) await print(row);
             pages++;
             items += page.rows.length;
             bar.update(pages, items);
-            if (page.nextCursor === null) return;
-            request = { cursor: page.nextCursor };
+            const next = page.nextCursor;
+            if (next === null || caughtUp(request, next, page.rows.length)) return;
+            request = { cursor: next };
           }
         } finally {
           bar.stop();
