@@ -294,6 +294,9 @@ describe('connector loop', () => {
     feed.add('a1', 1001);
     const caughtUpWithCursor: ExportFeed = {
       async exportPage(request) {
+        // Answers after the timers' turn, as a network call does: a connector asking again at once,
+        // for ever, then still lets the test time out rather than starve the event loop.
+        await new Promise((resolve) => setImmediate(resolve));
         const page = await feed.exportPage(request);
         return page.nextCursor === null ? { ...page, nextCursor: request.cursor ?? '2' } : page;
       },
