@@ -37,13 +37,15 @@ export function checkedBy(rule: SharedRule) {
   };
 }
 
+const checkNonEmpty = checkedBy('nonEmpty');
+
 /**
  * A string option's value, refused when empty or blank: commander takes `--host ''` as given, and
  * code that reads an empty string as "unset" would then quietly use its default (all interfaces,
  * stdout, plain HTTP). Otherwise kept as given.
  */
 export function nonEmpty(value: string): string {
-  checkedBy('nonEmpty')(value);
+  checkNonEmpty(value);
   return value;
 }
 

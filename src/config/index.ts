@@ -110,8 +110,7 @@ export interface ReplayConfig extends LoggingConfig {
  * What `connector status` and `connector reset` read: the cursor record, a JSON record on Kafka. They
  * call neither the upstream nor the registry, so they need neither API_KEY nor SCHEMA_REGISTRY_URL.
  */
-export interface CursorConfig {
-  logLevel: string;
+export interface CursorConfig extends LoggingConfig {
   kafka: KafkaConfig;
   offsetsTopic: string;
   /** CONNECTOR_NAME, the cursor record's key. */
@@ -289,10 +288,12 @@ function load<S extends z.ZodRawShape, T>(
   return freeze(build(parsed));
 }
 
+/** The connector's topics, which must be three different ones. */
+const CONNECTOR_TOPICS = ['ALERTS_TOPIC', 'ALERTS_DLQ_TOPIC', 'CONNECTOR_OFFSETS_TOPIC'] as const;
+
 export function loadConnectorConfig(env: Env): ConnectorConfig {
   const shape = { ...apiEnv, ...kafkaEnv, ...registryEnv, ...alertsEnv, ...connectorEnv, ...commonEnv };
-  const topics = ['ALERTS_TOPIC', 'ALERTS_DLQ_TOPIC', 'CONNECTOR_OFFSETS_TOPIC'] as const;
-  return load(env, shape, topics, (e) => ({
+  return load(env, shape, CONNECTOR_TOPICS, (e) => ({
     ...common(e),
     api: apiOf(e),
     kafka: kafkaOf(e),
@@ -326,8 +327,7 @@ export function loadCursorConfig(env: Env): CursorConfig {
     CONNECTOR_NAME: connectorEnv.CONNECTOR_NAME,
     LOG_LEVEL: commonEnv.LOG_LEVEL,
   };
-  const topics = ['ALERTS_TOPIC', 'ALERTS_DLQ_TOPIC', 'CONNECTOR_OFFSETS_TOPIC'] as const;
-  return load(env, shape, topics, (e) => ({
+  return load(env, shape, CONNECTOR_TOPICS, (e) => ({
     logLevel: e.LOG_LEVEL,
     kafka: kafkaOf(e),
     offsetsTopic: e.CONNECTOR_OFFSETS_TOPIC,

@@ -147,18 +147,14 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     stopping = true;
     progress.retain(() => false);
     abandon.abort();
-    void (async () => {
-      const waitedMs = deps.failCloseMs ?? FAIL_CLOSE_MS;
-      const tornDown = (async () => {
-        await Promise.allSettled([...inFlight]);
-        await closeClients();
-        return true;
-      })();
-      if (!(await settledWithin(tornDown, waitedMs))) {
-        logger.warn({ waitedMs }, "the failure's teardown did not end in time: ending without it");
-      }
+    const waitedMs = deps.failCloseMs ?? FAIL_CLOSE_MS;
+    const tornDown = Promise.allSettled([...inFlight])
+      .then(closeClients)
+      .then(() => true);
+    void settledWithin(tornDown, waitedMs).then((ended) => {
+      if (!ended) logger.warn({ waitedMs }, "the failure's teardown did not end in time: ending without it");
       rejectDone(err);
-    })();
+    });
   };
 
   /** One transaction: the replies finished so far, with the offsets that cover them. */
@@ -349,13 +345,12 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     async start(signal) {
       const created = await Promise.allSettled(transactionalIds.map((id) => openProducer(id, signal)));
       producers = created.flatMap((c) => (c.status === 'fulfilled' ? [c.value] : []));
-      const failed = created.find((c) => c.status === 'rejected');
+      const refused = created.find((c) => c.status === 'rejected');
       try {
-        if (failed) throw failed.reason;
+        if (refused) throw refused.reason;
         await consumer.start(signal);
       } catch (err) {
-        await consumer.close().catch(() => {});
-        await Promise.allSettled(producers.map((p) => p.close()));
+        await closeClients();
         throw err;
       }
       logger.info({ requestsTopic: config.requestsTopic, groupId: config.groupId }, 'verifier started');

@@ -247,12 +247,12 @@ function registerExport(api: Command, ctx: CliContext): void {
             const { rows } = page;
             const identity = pageIdentity(rows.length, JSON.stringify(rows[0]), JSON.stringify(rows.at(-1)));
             cursorCheck.check(request, page.nextCursor, identity);
-            for (const row of page.rows) await print(row);
+            for (const row of rows) await print(row);
             pages++;
-            items += page.rows.length;
+            items += rows.length;
             bar.update(pages, items);
             const next = page.nextCursor;
-            if (next === null || caughtUp(request, next, page.rows.length)) return;
+            if (next === null || caughtUp(request, next, rows.length)) return;
             request = { cursor: next };
           }
         } finally {
