@@ -235,6 +235,7 @@ function registryOf(e: z.output<z.ZodObject<typeof registryEnv>>): RegistryConfi
   return registry;
 }
 
+const SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'];
 const SASL_PASSWORD_VARIABLES = ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD'];
 const SASL_OAUTH_REQUIRED = [
   'KAFKA_SASL_OAUTH_TOKEN_URL',
@@ -255,6 +256,8 @@ function kafkaSaslProblems(env: Env): Problem[] {
     if (others.length === 0) return [];
     return [{ variable: 'KAFKA_SASL_MECHANISM', message: `is required when ${others.join(', ')} is set` }];
   }
+  // An unknown mechanism is reported by its own rule; what it would need is unknown.
+  if (!SASL_MECHANISMS.includes(mechanism)) return [];
   const oauth = mechanism === 'oauthbearer';
   const needed = oauth ? SASL_OAUTH_REQUIRED : SASL_PASSWORD_VARIABLES;
   const unused = (oauth ? SASL_PASSWORD_VARIABLES : SASL_OAUTH_VARIABLES).filter(set);
@@ -265,7 +268,7 @@ function kafkaSaslProblems(env: Env): Problem[] {
     ...unused.map((variable) => ({
       variable,
       message: oauth
-        ? 'is not used with KAFKA_SASL_MECHANISM=oauthbearer (the client authenticates with KAFKA_SASL_OAUTH_CLIENT_ID and KAFKA_SASL_OAUTH_CLIENT_SECRET)'
+        ? 'is not used with KAFKA_SASL_MECHANISM=oauthbearer, whose client authenticates with KAFKA_SASL_OAUTH_CLIENT_ID and KAFKA_SASL_OAUTH_CLIENT_SECRET'
         : 'is used only with KAFKA_SASL_MECHANISM=oauthbearer',
     })),
   ];
