@@ -10,6 +10,7 @@ import { MAX_SEND_BYTES, recordBytes } from './records.ts';
 import { installTopicErrors } from './topic-errors.ts';
 import { installStableOffsetFetch, installTransactionV2 } from './transaction-v2.ts';
 import type { OutgoingRecord } from './types.ts';
+import { installUnreadableBatches } from './unreadable-batches.ts';
 
 /**
  * kafkajs, loaded once through here so ten fixes and seven additions are in place before any of
@@ -942,6 +943,8 @@ installPartitioning();
 installInPlaceHeaders();
 installOneCopyRequests();
 installNumericRecordDecoding();
+// After the record decoder's swap: kafkajs's batch decoder takes the record decoder when it loads.
+installUnreadableBatches();
 installRequestQueueWithoutLoop();
 installTransactionV2();
 installEosManager();
