@@ -245,6 +245,11 @@ export interface ReadTopicOptions {
    * (then fails, retriable). `onWaiting` is called once if it must wait.
    */
   awaitOpenTransactions?: AwaitOpenTransactions;
+  /**
+   * A record batch that cannot be read (`IncomingRecord.unreadableBatch`) reaches `onRecords` as its
+   * one record when true; otherwise it ends the read with an UnreadableBatchError naming it.
+   */
+  deliverUnreadableBatches?: boolean;
 }
 
 export interface AwaitOpenTransactions {

@@ -210,6 +210,7 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
     {
       ...(options.signal && { signal: options.signal }),
       ...(options.follow && { follow: true }),
+      deliverUnreadableBatches: true,
       ...(options.onProgress && { onProgress: options.onProgress }),
       onCaughtUp: () => {
         live = true;

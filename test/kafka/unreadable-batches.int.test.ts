@@ -17,7 +17,7 @@ describe('an unreadable record batch (a real broker)', () => {
     ]);
 
     const got: IncomingRecord[] = [];
-    await kafka.readTopic(topic, (records) => void got.push(...records));
+    await kafka.readTopic(topic, (records) => void got.push(...records), { deliverUnreadableBatches: true });
 
     expect(got.map((r) => r.key?.toString() ?? null)).toEqual(['before', null, 'after-1', 'after-2']);
     const marker = got[1];
@@ -32,5 +32,21 @@ describe('an unreadable record batch (a real broker)', () => {
     });
     expect(marker?.unreadableBatch?.bytes).toBeGreaterThan(0);
     expect(marker?.unreadableBatch?.data.length).toBe(marker?.unreadableBatch?.bytes);
+  });
+
+  it('ends a read that does not take it with an error naming it', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['unreadable-batch-read']);
+    const bomb = await writeBomb(topic, { records: 3 });
+
+    await expect(kafka.readTopic(topic, () => {})).rejects.toMatchObject({
+      name: 'UnreadableBatchError',
+      code: 'DECODE_FAILED',
+      topic,
+      partition: 0,
+      firstOffset: bomb.firstOffset,
+      lastOffset: bomb.lastOffset,
+      codec: 'zstd',
+    });
   });
 });
