@@ -258,6 +258,36 @@ export class DecodeError extends FraudlinkError {
   }
 }
 
+/**
+ * A record batch that could not be read (it did not decompress, or would decompress past the
+ * reader's bound): its records, `firstOffset` to `lastOffset` of `topic`/`partition`, are unknown.
+ */
+export class UnreadableBatchError extends DecodeError {
+  readonly topic: string;
+  readonly partition: number;
+  readonly firstOffset: string;
+  readonly lastOffset: string;
+  readonly codec: string;
+  constructor(batch: {
+    topic: string;
+    partition: number;
+    firstOffset: string;
+    lastOffset: string;
+    codec: string;
+    reason: string;
+  }) {
+    super(
+      `${batch.topic} partition ${batch.partition} offsets ${batch.firstOffset} to ${batch.lastOffset}: ` +
+        `a ${batch.codec} record batch that cannot be read (${batch.reason})`,
+    );
+    this.topic = batch.topic;
+    this.partition = batch.partition;
+    this.firstOffset = batch.firstOffset;
+    this.lastOffset = batch.lastOffset;
+    this.codec = batch.codec;
+  }
+}
+
 /** A value (feed row, request, argument) that breaks a rule; `rule` is a stable code naming it. */
 export class InvalidInputError extends FraudlinkError {
   readonly code = ErrorCodes.INVALID_INPUT;

@@ -94,7 +94,7 @@ export function securityErrorOf(err: unknown, what: string): Error | undefined {
 }
 
 /**
- * 18. kafkajs reports every socket error as a KafkaJSConnectionError, which its retrier retries: a
+ * 19. kafkajs reports every socket error as a KafkaJSConnectionError, which its retrier retries: a
  * broker certificate that fails verification, or a refused client certificate, was retried through
  * every attempt (tens of seconds) before the caller heard of it. The replacement class, swapped into
  * kafkajs's errors module before the modules that throw it load, marks those failures not retriable.
