@@ -9,14 +9,13 @@ const hooks = fileURLToPath(new URL('../../.githooks', import.meta.url));
 const repo = mkdtempSync(join(tmpdir(), 'fraudlink-hook-'));
 const git = (...args: string[]) => spawnSync('git', args, { cwd: repo, encoding: 'utf8' });
 execFileSync('git', ['init', '-q'], { cwd: repo });
-for (const [key, value] of [
+const settings: [string, string][] = [
   ['core.hooksPath', hooks],
   ['user.name', 'Test'],
   ['user.email', 'test@example.invalid'],
   ['commit.gpgsign', 'false'],
-]) {
-  execFileSync('git', ['config', key, value as string], { cwd: repo });
-}
+];
+for (const [key, value] of settings) execFileSync('git', ['config', key, value], { cwd: repo });
 afterAll(() => rmSync(repo, { recursive: true, force: true }));
 
 const commit = (message: string) => git('commit', '-q', '--allow-empty', '-m', message);
