@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import type { IncomingRecord, KafkaClient } from '../../src/kafka/index.ts';
+import { runCli } from '../helpers/cli.ts';
+import { testClients, testTopics } from '../helpers/kafka.ts';
+import { stackEnv, uniqueName } from '../helpers/stack.ts';
+
+/** A requests topic holding three JSON requests on partition 1, its DLQ, and a group stopped at `committed`. */
+async function stuckGroup(kafka: KafkaClient, committed: string) {
+  const [requests, dlq] = (await testTopics(kafka, ['skip.requests', 'skip.dlq'], 2)) as [string, string];
+  const groupId = uniqueName('skip.group');
+  const producer = await kafka.producer();
+  await producer.send(
+    [0, 1, 2].map((n) => ({
+      topic: requests,
+      partition: 1,
+      key: `r-${n}`,
+      value: Buffer.from(`{"requestId":"r-${n}"}`),
+      headers: { 'content-type': 'application/json', kafka_correlationId: `c-${n}` },
+    })),
+  );
+  await producer.close();
+  const setter = await kafka.transactionalProducer({ transactionalId: uniqueName('skip.setup') });
+  await setter.transaction([], {
+    consumerOffsets: { groupId, offsets: [{ topic: requests, partition: 1, offset: committed }] },
+  });
+  await setter.close();
+  const env = {
+    ...stackEnv(),
+    VERIFY_REQUESTS_TOPIC: requests,
+    VERIFY_DLQ_TOPIC: dlq,
+    VERIFY_GROUP_ID: groupId,
+    LOG_LEVEL: 'info',
+  };
+  const skip = (offset: string, ...more: string[]) =>
+    runCli(['verifier', 'skip', '--partition', '1', '--offset', offset, ...more], env);
+  const committedOffset = async (): Promise<string | undefined> => {
+    const admin = await kafka.admin();
+    try {
+      return (await admin.groupOffsets(groupId, requests)).find((o) => o.partition === 1)?.offset;
+    } finally {
+      await admin.close();
+    }
+  };
+  const dlqRecords = async (): Promise<IncomingRecord[]> => {
+    const records: IncomingRecord[] = [];
+    await kafka.readTopic(dlq, (read) => void records.push(...read));
+    return records;
+  };
+  return { requests, dlq, groupId, env, skip, committedOffset, dlqRecords };
+}
+
+describe('fraudlink verifier skip against a real broker', () => {
+  it("moves the group's next record to the DLQ with its key, value and headers and commits past it; run again, it does nothing", async () => {
+    const { kafka } = testClients();
+    const g = await stuckGroup(kafka, '1');
+    const run = g.skip('1', '--reason', 'poison request, ticket 42');
+    expect(await run.exited).toBe(0);
+    expect(JSON.parse(run.stdout())).toMatchObject({ kind: 'skipped', committed: '2', readable: true });
+    expect(await g.committedOffset()).toBe('2');
+    const [copy, ...more] = await g.dlqRecords();
+    expect(more).toEqual([]);
+    expect(copy?.key?.toString()).toBe('r-1');
+    expect(copy?.value?.toString()).toBe('{"requestId":"r-1"}');
+    const headers = Object.fromEntries(
+      Object.entries(copy?.headers ?? {}).map(([k, v]) => [k, v?.toString()]),
+    );
+    expect(headers).toMatchObject({
+      'content-type': 'application/json',
+      kafka_correlationId: 'c-1',
+      'error-code': 'OPERATOR_SKIPPED',
+      'error-message': 'poison request, ticket 42',
+      'source-topic': g.requests,
+      'source-partition': '1',
+      'source-offset': '1',
+    });
+    expect(Number.isNaN(Date.parse(headers['observed-at'] ?? ''))).toBe(false);
+
+    const again = g.skip('1');
+    expect(await again.exited).toBe(0);
+    expect(JSON.parse(again.stdout())).toMatchObject({ kind: 'already-past', committed: '2' });
+    expect(await g.dlqRecords()).toHaveLength(1);
+    expect(await g.committedOffset()).toBe('2');
+  });
+
+  it('refuses with exit 2 while the group has a live member, and commits nothing', async () => {
+    const { kafka } = testClients();
+    const g = await stuckGroup(kafka, '1');
+    const member = kafka.groupConsumer({
+      groupId: g.groupId,
+      topics: [g.requests],
+      // Commits nothing (offsets are the caller's to commit): the committed offset stays at 1.
+      eachBatch: async () => {},
+    });
+    await member.start();
+    try {
+      const run = g.skip('1');
+      expect(await run.exited).toBe(2);
+      expect(run.stderr()).toMatch(/USAGE: consumer group .* has 1 active member\(s\).*stop every verifier/);
+    } finally {
+      await member.close();
+    }
+    expect(await g.committedOffset()).toBe('1');
+    expect(await g.dlqRecords()).toEqual([]);
+  });
+
+  it("refuses with exit 2 an offset past the group's next record, which would be skipped unanswered", async () => {
+    const { kafka } = testClients();
+    const g = await stuckGroup(kafka, '1');
+    const run = g.skip('2');
+    expect(await run.exited).toBe(2);
+    expect(run.stderr()).toMatch(/next record .* is at offset 1, before 2/);
+    expect(await g.committedOffset()).toBe('1');
+    expect(await g.dlqRecords()).toEqual([]);
+  });
+});
