@@ -4,9 +4,19 @@ import { runCli } from '../helpers/cli.ts';
 import { testClients, testTopics } from '../helpers/kafka.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';
 
-/** A requests topic holding three JSON requests on partition 1, its DLQ, and a group stopped at `committed`. */
-async function stuckGroup(kafka: KafkaClient, committed: string) {
-  const [requests, dlq] = (await testTopics(kafka, ['skip.requests', 'skip.dlq'], 2)) as [string, string];
+/**
+ * A requests topic holding three JSON requests on partition 1, its DLQ, and a group stopped at
+ * `committed` (undefined: a group that never committed, which starts at the earliest offset).
+ */
+async function stuckGroup(
+  kafka: KafkaClient,
+  committed: string | undefined,
+  { dlqMaxBytes, padding = '' }: { dlqMaxBytes?: number; padding?: string } = {},
+) {
+  const [requests] = (await testTopics(kafka, ['skip.requests'], 2)) as [string];
+  const dlqConfigs: Record<string, string> =
+    dlqMaxBytes === undefined ? {} : { 'max.message.bytes': String(dlqMaxBytes) };
+  const [dlq] = (await testTopics(kafka, ['skip.dlq'], 1, dlqConfigs)) as [string];
   const groupId = uniqueName('skip.group');
   const producer = await kafka.producer();
   await producer.send(
@@ -14,16 +24,18 @@ async function stuckGroup(kafka: KafkaClient, committed: string) {
       topic: requests,
       partition: 1,
       key: `r-${n}`,
-      value: Buffer.from(`{"requestId":"r-${n}"}`),
+      value: Buffer.from(`{"requestId":"r-${n}"${padding}}`),
       headers: { 'content-type': 'application/json', kafka_correlationId: `c-${n}` },
     })),
   );
   await producer.close();
-  const setter = await kafka.transactionalProducer({ transactionalId: uniqueName('skip.setup') });
-  await setter.transaction([], {
-    consumerOffsets: { groupId, offsets: [{ topic: requests, partition: 1, offset: committed }] },
-  });
-  await setter.close();
+  if (committed !== undefined) {
+    const setter = await kafka.transactionalProducer({ transactionalId: uniqueName('skip.setup') });
+    await setter.transaction([], {
+      consumerOffsets: { groupId, offsets: [{ topic: requests, partition: 1, offset: committed }] },
+    });
+    await setter.close();
+  }
   const env = {
     ...stackEnv(),
     VERIFY_REQUESTS_TOPIC: requests,
@@ -111,5 +123,30 @@ describe('fraudlink verifier skip against a real broker', () => {
     expect(run.stderr()).toMatch(/next record .* is at offset 1, before 2/);
     expect(await g.committedOffset()).toBe('1');
     expect(await g.dlqRecords()).toEqual([]);
+  });
+
+  it('takes the first record of the partition as the next one of a group that never committed', async () => {
+    const { kafka } = testClients();
+    const g = await stuckGroup(kafka, undefined);
+    const run = g.skip('0');
+    expect(await run.exited).toBe(0);
+    expect(JSON.parse(run.stdout())).toMatchObject({ kind: 'skipped', committed: '1' });
+    expect(await g.committedOffset()).toBe('1');
+    expect((await g.dlqRecords()).map((r) => r.key?.toString())).toEqual(['r-0']);
+  });
+
+  it('cuts a copy larger than the DLQ topic takes down to fit, with dlq-truncated giving its original size', async () => {
+    const { kafka } = testClients();
+    const g = await stuckGroup(kafka, '1', { dlqMaxBytes: 2_000, padding: `,"pad":"${'x'.repeat(10_000)}"` });
+    const run = g.skip('1');
+    expect(await run.exited).toBe(0);
+    const outcome = JSON.parse(run.stdout());
+    expect(outcome).toMatchObject({ kind: 'skipped', committed: '2', readable: true });
+    expect(outcome.truncatedFrom).toBeGreaterThan(10_000);
+    const [copy] = await g.dlqRecords();
+    expect(copy?.headers['dlq-truncated']?.toString()).toBe(String(outcome.truncatedFrom));
+    expect(copy?.headers['error-code']?.toString()).toBe('OPERATOR_SKIPPED');
+    expect(copy?.value?.toString()).toMatch(/^\{"requestId":"r-1","pad":"x+$/);
+    expect(copy?.value?.length).toBeLessThan(2_000);
   });
 });
