@@ -2,6 +2,7 @@ import type { ConnectorConfig } from '../config/index.ts';
 import { AbortedError, ErrorCodes, findError, KafkaError } from '../errors.ts';
 import {
   batchBytes,
+  fitForDlq,
   type KafkaClient,
   type OutgoingRecord,
   type ReadTopicOptions,
@@ -12,7 +13,7 @@ import { unlessAborted } from '../retry.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
 import type { Batch, PublishSession } from './connector.ts';
 import { type CursorRecord, CursorTracker, parseCursorRecord, serializeCursorRecord } from './cursor.ts';
-import { fitForDlq } from './dlq.ts';
+
 import { type AlertEncoders, eventRecord } from './prepare.ts';
 import type { AlertEvent } from './rows.ts';
 

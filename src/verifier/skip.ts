@@ -1,7 +1,13 @@
 import type { VerifierSkipConfig } from '../config/index.ts';
-import { fitForDlq } from '../connector/dlq.ts';
 import { KafkaError, UsageError } from '../errors.ts';
-import type { IncomingRecord, KafkaAdmin, KafkaClient, OutgoingRecord, RecordFrom } from '../kafka/index.ts';
+import {
+  fitForDlq,
+  type IncomingRecord,
+  type KafkaAdmin,
+  type KafkaClient,
+  type OutgoingRecord,
+  type RecordFrom,
+} from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
 
 /** The DLQ `error-code` of a record an operator moved past with `verifier skip`. */
