@@ -1,5 +1,6 @@
 import type { VerifierSkipConfig } from '../config/index.ts';
 import { KafkaError, UsageError } from '../errors.ts';
+import { DLQ_KEPT_HEADERS } from '../kafka/dlq.ts';
 import {
   fitForDlq,
   type IncomingRecord,
@@ -7,6 +8,7 @@ import {
   type KafkaClient,
   type OutgoingRecord,
   type RecordFrom,
+  type UnreadableBatch,
 } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
 
@@ -32,8 +34,10 @@ export type SkipOutcome =
       kind: 'skipped';
       /** The group's committed offset now: the one after the skipped record. */
       committed: string;
-      /** False when the record could not be read: its DLQ copy is then empty, with a header saying why. */
+      /** False when the record could not be read: its DLQ copy then names why in `source-unreadable`. */
       readable: boolean;
+      /** Set when the offset lay in a record batch that cannot be read: the whole batch was moved past. */
+      batch?: { firstOffset: string; lastOffset: string };
       /** Set when the DLQ copy was cut down to the DLQ topic's max.message.bytes: its original bytes. */
       truncatedFrom?: number;
     }
@@ -76,16 +80,25 @@ async function groupPosition(
 }
 
 /**
+ * What is moved past: a record; an unreadable record batch (the one record standing for it: moving
+ * past it moves past the whole batch); or, when the read failed, the offset alone.
+ */
+export type SkipTarget =
+  | { kind: 'record'; record: IncomingRecord }
+  | { kind: 'batch'; batch: UnreadableBatch }
+  | { kind: 'unreadable'; reason: string };
+
+/**
  * The record the group would read next must be the one named: skipping a later one would leave the
- * records before it unanswered, and one that is not there would skip nothing. The record's own
- * content when readable; when not, only the group's exact position may be skipped.
+ * records before it unanswered, and one that is not there would skip nothing. An unreadable batch is
+ * named by any of its offsets; when the read failed, only the group's exact position may be skipped.
  */
 export function checkNamed(
   read: RecordFrom,
   position: bigint,
   { partition, offset }: SkipRequest,
   topic: string,
-): IncomingRecord | { unreadable: string } {
+): SkipTarget {
   const target = BigInt(offset);
   const at = `${topic} partition ${partition}`;
   if (read.kind === 'end') {
@@ -95,31 +108,45 @@ export function checkNamed(
     );
   }
   if (read.kind === 'unreadable') {
-    if (target === position) return { unreadable: read.reason };
+    if (target === position) return { kind: 'unreadable', reason: read.reason };
     throw new UsageError(
       `the record at the group's position (offset ${position} of ${at}) cannot be read ` +
         `(${read.reason}): it is the one to skip, not offset ${offset}`,
     );
   }
-  const found = BigInt(read.record.offset);
-  if (found < target) {
+  const batch = read.record.unreadableBatch;
+  const first = BigInt(batch?.firstOffset ?? read.record.offset);
+  const last = BigInt(read.record.offset);
+  const next =
+    first === last ? `a record at offset ${last}` : `an unreadable batch at offsets ${first} to ${last}`;
+  if (last < target) {
     throw new UsageError(
-      `the group's next record on ${at} is at offset ${found}, before ${offset}: skipping ${offset} ` +
-        `would leave it unanswered; skip offset ${found} (or let the verifier answer it) first`,
+      `the group's next record on ${at} is ${next}, before ${offset}: skipping ${offset} would leave ` +
+        `it unanswered; skip offset ${first} (or let the verifier answer it) first`,
     );
   }
-  if (found > target) {
+  if (batch) return { kind: 'batch', batch };
+  if (last > target) {
     throw new UsageError(
       `offset ${offset} of ${at} holds no record (a transaction marker, or an aborted or deleted ` +
-        `record); the group's next record is at offset ${found}`,
+        `record); the group's next record is at offset ${last}`,
     );
   }
-  return read.record;
+  return { kind: 'record', record: read.record };
 }
 
-/** The DLQ copy: the record as it was (or an empty value naming why it could not be read), and why it is there. */
+/** The offset the group commits once `target` is moved past. */
+export function offsetAfter(target: SkipTarget, request: SkipRequest): string {
+  const last = target.kind === 'batch' ? target.batch.lastOffset : request.offset;
+  return (BigInt(last) + 1n).toString();
+}
+
+/**
+ * The DLQ copy: the record as it was; an unreadable batch's compressed records with its offsets and
+ * codec; or, when the read failed, an empty value. Each with why it is there, and where it came from.
+ */
 export function dlqCopy(
-  source: IncomingRecord | { unreadable: string },
+  target: SkipTarget,
   config: VerifierSkipConfig,
   request: SkipRequest,
   observedAt: number,
@@ -132,18 +159,36 @@ export function dlqCopy(
     'source-offset': request.offset,
     'observed-at': new Date(observedAt).toISOString(),
   };
-  if ('unreadable' in source) {
+  const copy = { topic: config.dlqTopic, key: null, value: Buffer.alloc(0) };
+  if (target.kind === 'unreadable') {
+    return { ...copy, headers: { ...why, [SOURCE_UNREADABLE_HEADER]: target.reason } };
+  }
+  if (target.kind === 'batch') {
+    const { batch } = target;
     return {
-      topic: config.dlqTopic,
-      key: null,
-      value: Buffer.alloc(0),
-      headers: { ...why, [SOURCE_UNREADABLE_HEADER]: source.unreadable },
+      ...copy,
+      value: batch.data,
+      headers: {
+        ...why,
+        'source-offset-first': batch.firstOffset,
+        'source-offset-last': batch.lastOffset,
+        'source-codec': batch.codec,
+        [SOURCE_UNREADABLE_HEADER]: batch.reason,
+      },
     };
   }
+  const { record } = target;
   const headers: Record<string, Buffer | string> = {};
-  for (const [name, value] of Object.entries(source.headers)) if (value !== undefined) headers[name] = value;
-  return { topic: config.dlqTopic, key: source.key, value: source.value, headers: { ...headers, ...why } };
+  for (const [name, value] of Object.entries(record.headers)) if (value !== undefined) headers[name] = value;
+  return { ...copy, key: record.key, value: record.value, headers: { ...headers, ...why } };
 }
+
+/** The copy as it fits the DLQ topic: compressed bytes are left out whole rather than cut. */
+const fitted = (copy: OutgoingRecord, target: SkipTarget, maxBytes: number): OutgoingRecord =>
+  fitForDlq(copy, maxBytes, {
+    keep: [...DLQ_KEPT_HEADERS, SOURCE_UNREADABLE_HEADER],
+    ...(target.kind === 'batch' && { value: 'drop' as const }),
+  });
 
 /**
  * Moves the record at `request.offset` of the requests topic to the verifier's DLQ and commits the
@@ -156,7 +201,7 @@ export async function skipRecord(deps: SkipDeps, request: SkipRequest): Promise<
   const now = deps.now ?? Date.now;
   const admin = await kafka.admin(signal && { signal });
   let copy: OutgoingRecord;
-  let readable: boolean;
+  let target: SkipTarget;
   try {
     await requireStoppedGroup(admin, config.groupId);
     const { position, committed } = await groupPosition(admin, config, request.partition);
@@ -167,21 +212,22 @@ export async function skipRecord(deps: SkipDeps, request: SkipRequest): Promise<
       timeoutMs: deps.readTimeoutMs ?? READ_TIMEOUT_MS,
       ...(signal && { signal }),
     });
-    const source = checkNamed(read, position, request, config.requestsTopic);
-    readable = !('unreadable' in source);
-    if ('unreadable' in source) {
+    target = checkNamed(read, position, request, config.requestsTopic);
+    if (target.kind !== 'record') {
+      const reason = target.kind === 'batch' ? target.batch.reason : target.reason;
       logger.warn(
-        { partition: request.partition, offset: request.offset, reason: source.unreadable },
-        'the record cannot be read: its DLQ copy is empty, with a header naming why',
+        { partition: request.partition, offset: request.offset, reason },
+        'the record cannot be read: its DLQ copy names why',
       );
     }
-    copy = fitForDlq(dlqCopy(source, config, request, now()), await admin.maxMessageBytes(config.dlqTopic));
+    const copyOf = dlqCopy(target, config, request, now());
+    copy = fitted(copyOf, target, await admin.maxMessageBytes(config.dlqTopic));
     // Checked again just before the write: a verifier started meanwhile would commit the same offsets.
     await requireStoppedGroup(admin, config.groupId);
   } finally {
     await admin.close();
   }
-  const committed = (BigInt(request.offset) + 1n).toString();
+  const committed = offsetAfter(target, request);
   const producer = await kafka.transactionalProducer({
     transactionalId: `${config.groupId}.verifier.skip`,
     ...(signal && { signal }),
@@ -206,7 +252,10 @@ export async function skipRecord(deps: SkipDeps, request: SkipRequest): Promise<
   return {
     kind: 'skipped',
     committed,
-    readable,
+    readable: target.kind === 'record',
+    ...(target.kind === 'batch' && {
+      batch: { firstOffset: target.batch.firstOffset, lastOffset: target.batch.lastOffset },
+    }),
     ...(truncated !== undefined && { truncatedFrom: Number(truncated) }),
   };
 }

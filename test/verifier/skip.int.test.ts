@@ -3,6 +3,7 @@ import type { IncomingRecord, KafkaClient } from '../../src/kafka/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { testClients, testTopics } from '../helpers/kafka.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';
+import { writeBomb } from '../kafka/unreadable-batches.fixtures.ts';
 
 /**
  * A requests topic holding three JSON requests on partition 1, its DLQ, and a group stopped at
@@ -120,7 +121,7 @@ describe('fraudlink verifier skip against a real broker', () => {
     const g = await stuckGroup(kafka, '1');
     const run = g.skip('2');
     expect(await run.exited).toBe(2);
-    expect(run.stderr()).toMatch(/next record .* is at offset 1, before 2/);
+    expect(run.stderr()).toMatch(/next record .* is a record at offset 1, before 2/);
     expect(await g.committedOffset()).toBe('1');
     expect(await g.dlqRecords()).toEqual([]);
   });
@@ -148,5 +149,33 @@ describe('fraudlink verifier skip against a real broker', () => {
     expect(copy?.headers['error-code']?.toString()).toBe('OPERATOR_SKIPPED');
     expect(copy?.value?.toString()).toMatch(/^\{"requestId":"r-1","pad":"x+$/);
     expect(copy?.value?.length).toBeLessThan(2_000);
+  });
+
+  it('moves past a whole record batch that cannot be read, its compressed records in the DLQ', async () => {
+    const { kafka } = testClients();
+    const g = await stuckGroup(kafka, '3');
+    // 80 MiB of zeros in one ZSTD batch of two records (offsets 3 and 4): past the reader's bound.
+    const bomb = await writeBomb(g.requests, { partition: 1 });
+    expect(bomb.firstOffset).toBe('3');
+    const run = g.skip('3', '--reason', 'zstd bomb');
+    expect(await run.exited).toBe(0);
+    expect(JSON.parse(run.stdout())).toMatchObject({
+      kind: 'skipped',
+      committed: '5',
+      readable: false,
+      batch: { firstOffset: '3', lastOffset: '4' },
+    });
+    expect(await g.committedOffset()).toBe('5');
+    const [copy, ...more] = await g.dlqRecords();
+    expect(more).toEqual([]);
+    expect(copy?.key).toBeNull();
+    expect(copy?.value?.length).toBeGreaterThan(0);
+    const header = (name: string) => copy?.headers[name]?.toString();
+    expect(header('error-code')).toBe('OPERATOR_SKIPPED');
+    expect(header('error-message')).toBe('zstd bomb');
+    expect(header('source-offset-first')).toBe('3');
+    expect(header('source-offset-last')).toBe('4');
+    expect(header('source-codec')).toBe('zstd');
+    expect(header('source-unreadable')).toMatch(/decompress/);
   });
 });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import type { VerifierSkipConfig } from '../../src/config/index.ts';
 import type { IncomingRecord } from '../../src/kafka/index.ts';
-import { checkNamed, dlqCopy } from '../../src/verifier/skip.ts';
+import { checkNamed, dlqCopy, offsetAfter } from '../../src/verifier/skip.ts';
 
 const config: VerifierSkipConfig = {
   logLevel: 'info',
@@ -13,6 +13,14 @@ const config: VerifierSkipConfig = {
   groupId: 'group',
 };
 const request = { partition: 3, offset: '7', reason: 'stuck' };
+const batch = {
+  firstOffset: '5',
+  lastOffset: '9',
+  codec: 'zstd',
+  reason: 'decompresses past the bound',
+  bytes: 3,
+  data: Buffer.from([1, 2, 3]),
+};
 const recordAt = (offset: string): IncomingRecord => ({
   topic: 'requests',
   partition: 3,
@@ -30,12 +38,15 @@ const recordAt = (offset: string): IncomingRecord => ({
 describe('checkNamed: only the record the group reads next is skipped', () => {
   it('takes the record at the named offset when it is the next one', () => {
     const record = recordAt('7');
-    expect(checkNamed({ kind: 'record', record }, 5n, request, 'requests')).toBe(record);
+    expect(checkNamed({ kind: 'record', record }, 5n, request, 'requests')).toEqual({
+      kind: 'record',
+      record,
+    });
   });
 
   it('refuses a named offset behind which the group still has a record, naming that record', () => {
     expect(() => checkNamed({ kind: 'record', record: recordAt('6') }, 6n, request, 'requests')).toThrow(
-      /next record on requests partition 3 is at offset 6, before 7/,
+      /next record on requests partition 3 is a record at offset 6, before 7/,
     );
   });
 
@@ -48,9 +59,25 @@ describe('checkNamed: only the record the group reads next is skipped', () => {
     );
   });
 
+  it('takes an unreadable batch named by any of its offsets, and moves past all of it', () => {
+    const record = { ...recordAt('9'), unreadableBatch: batch };
+    const target = checkNamed({ kind: 'record', record }, 5n, request, 'requests');
+    expect(target).toEqual({ kind: 'batch', batch });
+    expect(offsetAfter(target, request)).toBe('10');
+    expect(() =>
+      checkNamed(
+        { kind: 'record', record: { ...recordAt('6'), unreadableBatch: { ...batch, lastOffset: '6' } } },
+        5n,
+        request,
+        'requests',
+      ),
+    ).toThrow(/next record on requests partition 3 is an unreadable batch at offsets 5 to 6, before 7/);
+  });
+
   it("skips an unreadable record only at the group's exact position", () => {
     expect(checkNamed({ kind: 'unreadable', reason: 'bad zstd frame' }, 7n, request, 'requests')).toEqual({
-      unreadable: 'bad zstd frame',
+      kind: 'unreadable',
+      reason: 'bad zstd frame',
     });
     expect(() =>
       checkNamed({ kind: 'unreadable', reason: 'bad zstd frame' }, 6n, request, 'requests'),
@@ -60,7 +87,12 @@ describe('checkNamed: only the record the group reads next is skipped', () => {
 
 describe('dlqCopy', () => {
   it("keeps the record's key, value and headers, its own headers replacing same-named ones", () => {
-    const copy = dlqCopy(recordAt('7'), config, request, Date.parse('2026-11-28T14:00:00Z'));
+    const copy = dlqCopy(
+      { kind: 'record', record: recordAt('7') },
+      config,
+      request,
+      Date.parse('2026-11-28T14:00:00Z'),
+    );
     expect(copy.topic).toBe('requests.dlq');
     expect(copy.key?.toString()).toBe('r-1');
     expect(copy.value?.toString()).toBe('{}');
@@ -78,10 +110,24 @@ describe('dlqCopy', () => {
   });
 
   it('is an empty value with a header naming why when the record could not be read', () => {
-    const copy = dlqCopy({ unreadable: 'bad zstd frame' }, config, request, 0);
+    const copy = dlqCopy({ kind: 'unreadable', reason: 'bad zstd frame' }, config, request, 0);
     expect(copy.key).toBeNull();
     expect(copy.value).toHaveLength(0);
     expect(copy.headers).toMatchObject({ 'source-unreadable': 'bad zstd frame', 'source-offset': '7' });
+    expect(offsetAfter({ kind: 'unreadable', reason: 'x' }, request)).toBe('8');
+  });
+
+  it("is an unreadable batch's compressed records, with its offsets, codec and why it cannot be read", () => {
+    const copy = dlqCopy({ kind: 'batch', batch }, config, request, 0);
+    expect(copy.key).toBeNull();
+    expect(copy.value).toBe(batch.data);
+    expect(copy.headers).toMatchObject({
+      'error-code': 'OPERATOR_SKIPPED',
+      'source-offset-first': '5',
+      'source-offset-last': '9',
+      'source-codec': 'zstd',
+      'source-unreadable': 'decompresses past the bound',
+    });
   });
 });
 

@@ -22,9 +22,11 @@ const SKIP_HELP = `
 Moves the record at --offset of partition --partition of VERIFY_REQUESTS_TOPIC to VERIFY_DLQ_TOPIC
 and commits the offset of VERIFY_GROUP_ID past it, in one Kafka transaction. The DLQ copy keeps
 the record's key, value and headers (cut down to the DLQ topic's max.message.bytes if it must be,
-with header dlq-truncated) or, when the record cannot be read, has an empty value and the header
-source-unreadable; it adds error-code OPERATOR_SKIPPED, error-message (--reason), source-topic,
-source-partition, source-offset and observed-at.
+with header dlq-truncated); it adds error-code OPERATOR_SKIPPED, error-message (--reason),
+source-topic, source-partition, source-offset and observed-at. An offset inside a record batch that
+cannot be read moves past the whole batch: the copy holds its compressed records, with
+source-offset-first, source-offset-last, source-codec and source-unreadable (why). A record the
+read fails on otherwise is copied as an empty value with source-unreadable.
 
 Stop the verifiers first: it refuses (exit 2) while the group has active members. It also refuses
 an offset that is not the group's next record on that partition. When the group's committed
