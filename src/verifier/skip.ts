@@ -192,9 +192,9 @@ const fitted = (copy: OutgoingRecord, target: SkipTarget, maxBytes: number): Out
 
 /**
  * Moves the record at `request.offset` of the requests topic to the verifier's DLQ and commits the
- * verifier group's offset past it, in one Kafka transaction. Only while the group has no member;
- * only the record the group would read next; nothing when the group's committed offset is past it
- * already.
+ * verifier group's offset past it, in one Kafka transaction. Nothing when the group's committed
+ * offset is past it already; otherwise only while the group has no member, and only the record the
+ * group would read next.
  */
 export async function skipRecord(deps: SkipDeps, request: SkipRequest): Promise<SkipOutcome> {
   const { kafka, config, logger, signal } = deps;
@@ -203,11 +203,12 @@ export async function skipRecord(deps: SkipDeps, request: SkipRequest): Promise<
   let copy: OutgoingRecord;
   let target: SkipTarget;
   try {
-    await requireStoppedGroup(admin, config.groupId);
+    // Nothing to do, whoever is in the group: committed offsets only move forward.
     const { position, committed } = await groupPosition(admin, config, request.partition);
     if (position > BigInt(request.offset)) {
       return { kind: 'already-past', committed: committed ?? String(position) };
     }
+    await requireStoppedGroup(admin, config.groupId);
     const read = await kafka.readRecordFrom(config.requestsTopic, request.partition, position.toString(), {
       timeoutMs: deps.readTimeoutMs ?? READ_TIMEOUT_MS,
       ...(signal && { signal }),
