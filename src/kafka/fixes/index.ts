@@ -48,7 +48,7 @@ const FIXES: readonly Fix[] = [
   transactionProtocolV2, // 11
   kafkaErrorCodes, // 12
   groupJoinHooks, // 13
-  stableOffsetFetch, // 14: after 11, both patch kafkajs's Broker
+  stableOffsetFetch, // 14
   topicPartitionErrors, // 17
   compressionCodecs, // 16
 ];
