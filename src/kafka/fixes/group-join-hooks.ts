@@ -18,7 +18,9 @@ import { fixState, installOnce, type KafkajsFixState } from './state.ts';
  * offset, or with none the topic's first or latest), and a member that commits nothing keeps them
  * itself (`resumeOnRejoin`).
  *
- * Test: test/kafka/consumer.int.test.ts (the consumer's hooks against the broker).
+ * Test: test/kafka/consumer.int.test.ts, "group consumer on a real broker" › "awaits beforeJoin before
+ * each join: a rebalance waits for a member still finishing its work" (and its `resumeOnRejoin`
+ * tests, which read the offsets `onOffsetsResolved` hands over).
  */
 
 const consumerGroupModulePath = kafkajsPath('consumer/consumerGroup.js');
