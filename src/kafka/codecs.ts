@@ -258,7 +258,10 @@ export const CODECS = createCodecs();
 export const CODEC_IDS: Record<KafkaCompression, number> = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 };
 
 /** Registers the codecs with kafkajs: Snappy, LZ4 and ZSTD, and gzip in place of its own. */
-export function installCodecs({ CompressionCodecs, CompressionTypes }: typeof Kafkajs): void {
+export function installCodecs({
+  CompressionCodecs,
+  CompressionTypes,
+}: Pick<typeof Kafkajs, 'CompressionCodecs' | 'CompressionTypes'>): void {
   CompressionCodecs[CompressionTypes.GZIP] = () => CODECS.GZIP;
   CompressionCodecs[CompressionTypes.Snappy] = () => CODECS.Snappy;
   CompressionCodecs[CompressionTypes.LZ4] = () => CODECS.LZ4;

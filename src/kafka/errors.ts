@@ -5,7 +5,7 @@ import type { TopicPartitionError } from './topic-errors.ts';
 /**
  * The fencing errors, by the broker's error types. Brokers answer kafkajs's old request versions
  * with INVALID_PRODUCER_EPOCH (47), newer versions (transaction protocol v2) with PRODUCER_FENCED
- * (90, known to kafkajs through kafkajs.ts's fix 12). INVALID_PRODUCER_ID_MAPPING (49): the
+ * (90, known to kafkajs through fixes/kafka-error-codes.ts). INVALID_PRODUCER_ID_MAPPING (49): the
  * coordinator no longer knows this producer's id, e.g. after a newer instance took the
  * transactional id over, or after it expired idle; `transaction()` (producer.ts) takes a new
  * producer id once for the latter before reporting it.

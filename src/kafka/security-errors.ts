@@ -1,9 +1,5 @@
-import { createRequire } from 'node:module';
 import { KafkaAuthenticationError, KafkaTlsError } from '../errors.ts';
 import { causeChain } from './errors.ts';
-import { kafkajsPath } from './kafkajs-path.ts';
-
-const require = createRequire(import.meta.url);
 
 /**
  * Node's (OpenSSL's) codes for a broker certificate that failed verification, and for a broker that
@@ -91,26 +87,4 @@ export function securityErrorOf(err: unknown, what: string): Error | undefined {
     );
   }
   return undefined;
-}
-
-/**
- * 19. kafkajs reports every socket error as a KafkaJSConnectionError, which its retrier retries: a
- * broker certificate that fails verification, or a refused client certificate, was retried through
- * every attempt (tens of seconds) before the caller heard of it. The replacement class, swapped into
- * kafkajs's errors module before the modules that throw it load, marks those failures not retriable.
- */
-export function installTlsRefusalsNotRetriable(): void {
-  const errorsModule = require(kafkajsPath('errors.js')) as {
-    KafkaJSConnectionError: new (message: string, options?: { broker?: string; code?: string }) => Error;
-  };
-  const Original = errorsModule.KafkaJSConnectionError;
-  class KafkaJSConnectionError extends Original {
-    constructor(message: string, options: { broker?: string; code?: string } = {}) {
-      super(message, options);
-      if (options.code !== undefined && codeOf({ code: options.code })) {
-        (this as { retriable?: boolean }).retriable = false;
-      }
-    }
-  }
-  errorsModule.KafkaJSConnectionError = KafkaJSConnectionError;
 }
