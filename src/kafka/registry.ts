@@ -1,5 +1,6 @@
 import { COMPATIBILITY, SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import type avro from 'avsc';
+import { LRUCache } from 'lru-cache';
 import type { RegistryConfig } from '../config/index.ts';
 import { DecodeError, SchemaRegistryError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -45,6 +46,13 @@ export const REGISTRY_TIMEOUT_MS = 10_000;
  * nor a request that timed out. A registration starts with a GET of its subject's config.
  */
 export const REGISTRY_CLIENT_RETRIES = 5;
+
+/**
+ * How many schema ids the client keeps the readers of, and the lookups (in progress, or ended in a
+ * verdict: unknown id, not Avro) of, each: the least recently used dropped first. The ids come from
+ * the values read, which anyone who writes to a topic chooses.
+ */
+export const SCHEMA_ID_CACHE_MAX = 1000;
 
 type RegistryMiddleware = NonNullable<ConstructorParameters<typeof SchemaRegistry>[0]['middlewares']>[number];
 
@@ -163,8 +171,8 @@ export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegi
     };
   };
   const listSubjects = () => api.Subject.all({});
-  const readers = new Map<number, Reader>();
-  const pending = new Map<number, Promise<Reader>>();
+  const readers = new LRUCache<number, Reader>({ max: SCHEMA_ID_CACHE_MAX });
+  const pending = new LRUCache<number, Promise<Reader>>({ max: SCHEMA_ID_CACHE_MAX });
 
   /**
    * The avsc type of the schema the registry serves under `schemaId`. Its type is checked first
