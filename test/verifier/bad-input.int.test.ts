@@ -50,8 +50,12 @@ const keyOf = (r: IncomingRecord) => r.key?.toString();
 async function verifierWithBroadAllowList() {
   const h = await verifierHarness();
   const alertsTopic = `${h.prefix}.alerts.v1`;
-  await h.admin.provisionTopics([{ topic: alertsTopic, partitions: 1, replicationFactor: 1, configs: {} }]);
-  onTestFinished(() => h.admin.deleteTopics([alertsTopic]).catch(() => {}));
+  // A requester's topic whose name only contains the allowed prefix.
+  const containing = `x.${h.prefix}.replies.y`;
+  await h.admin.provisionTopics(
+    [alertsTopic, containing].map((topic) => ({ topic, partitions: 1, replicationFactor: 1, configs: {} })),
+  );
+  onTestFinished(() => h.admin.deleteTopics([alertsTopic, containing]).catch(() => {}));
   const producer = await h.kafka.producer();
   onTestFinished(() => producer.close());
   const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
@@ -83,18 +87,19 @@ async function verifierWithBroadAllowList() {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     return Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1]);
   };
-  return { h, verifier, replies, dlq, alerts, alertsTopic, behind, metric };
+  return { h, verifier, replies, dlq, alerts, alertsTopic, containing, behind, metric };
 }
 
 describe('verifier: one bad request never stops it, on a real broker', () => {
   it('replies on the default topic to a kafka_replyTopic that is illegal, matched only in part, internal or its own, and answers the requests behind it', async () => {
-    const { h, verifier, alerts, alertsTopic, behind, metric } = await verifierWithBroadAllowList();
+    const { h, verifier, alerts, alertsTopic, containing, behind, metric } =
+      await verifierWithBroadAllowList();
     const requests = h.config.verifier.requestsTopic;
     const cases: [string, string][] = [
       [`${h.prefix}.replies.x y`, 'not a legal Kafka topic name'],
       [`${h.prefix}.replies.${'x'.repeat(300)}`, 'not a legal Kafka topic name'],
       [`${h.prefix}.replies.custom\n`, 'not a legal Kafka topic name'],
-      [`x.${h.prefix}.replies.y`, 'not matched in full by VERIFY_REPLY_TOPICS'],
+      [containing, 'not matched in full by VERIFY_REPLY_TOPICS'],
       ['__consumer_offsets', 'an internal topic'],
       [alertsTopic, "one of fraudlink's own topics"],
       [requests, "one of fraudlink's own topics"],
