@@ -20,6 +20,8 @@ export const redactedPaths = [
   '*.sasl.password',
   'clientSecret',
   '*.clientSecret',
+  '*.*.clientSecret',
+  '*.*.*.clientSecret',
   'privateKey',
   '*.privateKey',
   'tls.key',
@@ -30,6 +32,8 @@ export const redactedPaths = [
   '*.API_KEY',
   'KAFKA_SASL_PASSWORD',
   '*.KAFKA_SASL_PASSWORD',
+  'KAFKA_SASL_OAUTH_CLIENT_SECRET',
+  '*.KAFKA_SASL_OAUTH_CLIENT_SECRET',
   'SCHEMA_REGISTRY_PASSWORD',
   '*.SCHEMA_REGISTRY_PASSWORD',
 ];

@@ -25,12 +25,17 @@ describe('logger', () => {
       {
         config: { api: { key: 'k-123', baseUrl: 'http://x' }, kafka: { sasl: { password: 'p-456' } } },
         request: { headers: { 'x-api-key': 'k-789' } },
-        env: { API_KEY: 'k-000', KAFKA_SASL_PASSWORD: 'p-111' },
+        env: { API_KEY: 'k-000', KAFKA_SASL_PASSWORD: 'p-111', KAFKA_SASL_OAUTH_CLIENT_SECRET: 'o-222' },
       },
       'starting',
     );
+    // The OAuth client secret where KafkaConfig holds it, under a config object or a component's.
+    root.info({ kafka: { sasl: { clientSecret: 'o-333' } } }, 'kafka');
+    root.info({ config: { kafka: { sasl: { clientSecret: 'o-444' } } } }, 'config');
     const text = JSON.stringify(out.lines);
-    for (const secret of ['k-123', 'p-456', 'k-789', 'k-000', 'p-111']) expect(text).not.toContain(secret);
+    for (const secret of ['k-123', 'p-456', 'k-789', 'k-000', 'p-111', 'o-222', 'o-333', 'o-444']) {
+      expect(text).not.toContain(secret);
+    }
     expect(text).toContain('http://x');
   });
 

@@ -10,7 +10,7 @@ import {
   verifierEnv,
   z,
 } from './schema.ts';
-import { tlsProblems } from './tls.ts';
+import { kafkaTlsProblems, tlsProblems } from './tls.ts';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -30,13 +30,34 @@ export interface ApiConfig {
 /** Kafka's codecs, as its producers' `compression.type` names them. */
 export type KafkaCompression = 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd';
 
+/** OAuth 2 client credentials for SASL/OAUTHBEARER: where and as whom a token is fetched. */
+export interface KafkaOAuthConfig {
+  tokenUrl: string;
+  clientId: string;
+  clientSecret: string;
+  scope?: string;
+}
+
+export type KafkaSaslConfig =
+  | { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string }
+  | ({ mechanism: 'oauthbearer' } & KafkaOAuthConfig);
+
+/** PEM files for TLS to the brokers: a private CA, and a client certificate for mutual TLS. */
+export interface KafkaTlsFiles {
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+}
+
 export interface KafkaConfig {
   brokers: string[];
   clientId: string;
+  /** TLS to the brokers, their certificate and host name verified. */
   ssl: boolean;
+  tls?: KafkaTlsFiles;
   /** Codec of the record batches fraudlink's producers write; `none` when unset. */
   compression?: KafkaCompression;
-  sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+  sasl?: KafkaSaslConfig;
 }
 
 export interface RegistryConfig {
@@ -173,20 +194,43 @@ function apiOf(e: z.output<z.ZodObject<typeof apiEnv>>): ApiConfig {
   return api;
 }
 
+function kafkaSaslOf(e: z.output<z.ZodObject<typeof kafkaEnv>>): KafkaSaslConfig | undefined {
+  const mechanism = e.KAFKA_SASL_MECHANISM;
+  if (mechanism === 'oauthbearer') {
+    if (!e.KAFKA_SASL_OAUTH_TOKEN_URL || !e.KAFKA_SASL_OAUTH_CLIENT_ID || !e.KAFKA_SASL_OAUTH_CLIENT_SECRET) {
+      return undefined;
+    }
+    return {
+      mechanism,
+      tokenUrl: e.KAFKA_SASL_OAUTH_TOKEN_URL,
+      clientId: e.KAFKA_SASL_OAUTH_CLIENT_ID,
+      clientSecret: e.KAFKA_SASL_OAUTH_CLIENT_SECRET,
+      ...(e.KAFKA_SASL_OAUTH_SCOPE && { scope: e.KAFKA_SASL_OAUTH_SCOPE }),
+    };
+  }
+  if (mechanism && e.KAFKA_SASL_USERNAME && e.KAFKA_SASL_PASSWORD) {
+    return { mechanism, username: e.KAFKA_SASL_USERNAME, password: e.KAFKA_SASL_PASSWORD };
+  }
+  return undefined;
+}
+
 function kafkaOf(e: z.output<z.ZodObject<typeof kafkaEnv>>): KafkaConfig {
+  const tls: KafkaTlsFiles = {
+    ...(e.KAFKA_TLS_CA && { caFile: e.KAFKA_TLS_CA }),
+    ...(e.KAFKA_TLS_CERT && { certFile: e.KAFKA_TLS_CERT }),
+    ...(e.KAFKA_TLS_KEY && { keyFile: e.KAFKA_TLS_KEY }),
+  };
+  const hasTlsFiles = Object.keys(tls).length > 0;
   const kafka: KafkaConfig = {
     brokers: e.KAFKA_BROKERS.split(',').map((b) => b.trim()),
     clientId: e.KAFKA_CLIENT_ID,
-    ssl: e.KAFKA_SSL,
+    // A TLS file implies TLS; KAFKA_SSL=false beside one is refused (kafkaProblems).
+    ssl: e.KAFKA_SSL ?? hasTlsFiles,
     compression: e.KAFKA_COMPRESSION,
   };
-  if (e.KAFKA_SASL_MECHANISM && e.KAFKA_SASL_USERNAME && e.KAFKA_SASL_PASSWORD) {
-    kafka.sasl = {
-      mechanism: e.KAFKA_SASL_MECHANISM,
-      username: e.KAFKA_SASL_USERNAME,
-      password: e.KAFKA_SASL_PASSWORD,
-    };
-  }
+  if (hasTlsFiles) kafka.tls = tls;
+  const sasl = kafkaSaslOf(e);
+  if (sasl) kafka.sasl = sasl;
   return kafka;
 }
 
@@ -198,16 +242,50 @@ function registryOf(e: z.output<z.ZodObject<typeof registryEnv>>): RegistryConfi
   return registry;
 }
 
+const SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'];
+const SASL_PASSWORD_VARIABLES = ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD'];
+const SASL_OAUTH_REQUIRED = [
+  'KAFKA_SASL_OAUTH_TOKEN_URL',
+  'KAFKA_SASL_OAUTH_CLIENT_ID',
+  'KAFKA_SASL_OAUTH_CLIENT_SECRET',
+];
+const SASL_OAUTH_VARIABLES = [...SASL_OAUTH_REQUIRED, 'KAFKA_SASL_OAUTH_SCOPE'];
+
+/**
+ * The SASL variables each mechanism needs, and those it does not take: a username beside
+ * `oauthbearer`, or a token URL beside `scram-sha-512`, is a setting that would be silently ignored.
+ */
+function kafkaSaslProblems(env: Env): Problem[] {
+  const set = (k: string) => (env[k] ?? '').trim() !== '';
+  const mechanism = (env.KAFKA_SASL_MECHANISM ?? '').trim();
+  const others = [...SASL_PASSWORD_VARIABLES, ...SASL_OAUTH_VARIABLES].filter(set);
+  if (mechanism === '') {
+    if (others.length === 0) return [];
+    return [{ variable: 'KAFKA_SASL_MECHANISM', message: `is required when ${others.join(', ')} is set` }];
+  }
+  // An unknown mechanism is reported by its own rule; what it would need is unknown.
+  if (!SASL_MECHANISMS.includes(mechanism)) return [];
+  const oauth = mechanism === 'oauthbearer';
+  const needed = oauth ? SASL_OAUTH_REQUIRED : SASL_PASSWORD_VARIABLES;
+  const unused = (oauth ? SASL_PASSWORD_VARIABLES : SASL_OAUTH_VARIABLES).filter(set);
+  return [
+    ...needed
+      .filter((k) => !set(k))
+      .map((variable) => ({ variable, message: `is required with KAFKA_SASL_MECHANISM=${mechanism}` })),
+    ...unused.map((variable) => ({
+      variable,
+      message: oauth
+        ? 'is not used with KAFKA_SASL_MECHANISM=oauthbearer, whose client authenticates with KAFKA_SASL_OAUTH_CLIENT_ID and KAFKA_SASL_OAUTH_CLIENT_SECRET'
+        : 'is used only with KAFKA_SASL_MECHANISM=oauthbearer',
+    })),
+  ];
+}
+
 /** Rules that span several variables, reported together with the per-variable problems. */
 function crossCheck(env: Env): Problem[] {
   const problems: Problem[] = [];
   const set = (k: string) => (env[k] ?? '').trim() !== '';
-  const sasl = ['KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD'];
-  if (sasl.some(set) && !sasl.every(set)) {
-    for (const k of sasl.filter((k) => !set(k))) {
-      problems.push({ variable: k, message: 'is required when any KAFKA_SASL_* variable is set' });
-    }
-  }
+  problems.push(...kafkaSaslProblems(env));
   if (set('API_TLS_CERT') !== set('API_TLS_KEY')) {
     problems.push({
       variable: set('API_TLS_CERT') ? 'API_TLS_KEY' : 'API_TLS_CERT',
@@ -288,7 +366,11 @@ function load<S extends z.ZodRawShape, T>(
     problems.push(...err.problems);
   }
   // Only the rules of this command's variables: the sandbox reads LOG_LEVEL alone.
-  const rules = [...crossCheck(env), ...('API_BASE_URL' in shape ? tlsProblems(env) : [])];
+  const rules = [
+    ...crossCheck(env),
+    ...('API_BASE_URL' in shape ? tlsProblems(env) : []),
+    ...('KAFKA_BROKERS' in shape ? kafkaTlsProblems(env) : []),
+  ];
   const own = rules.filter((p) => p.variable in shape);
   problems.push(...own, ...topicClashes(env, shape, distinctTopics));
   if (parsed === undefined || problems.length > 0) throw new ConfigError(problems);

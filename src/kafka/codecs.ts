@@ -38,12 +38,12 @@ import { kafkajsPath } from './kafkajs-path.ts';
  * against 0.32 ms for ZSTD, on this machine), so its compression stays asynchronous, as kafkajs
  * has it.
  *
- * A batch that does not decompress fails the fetch with a KafkaError naming its codec: the consumer
- * stops before its offsets move (SPEC §7) rather than skip records it could not read. So does a
- * batch that would decompress to more than `MAX_DECOMPRESSED_BYTES`, checked before any output is
- * allocated: a small batch of one compressed run of zeros (a "bomb", by mistake or malice: ZSTD
- * turns 1 MB into tens of GB) would otherwise take the process's memory, and the container would
- * be killed with no word of why, again at every restart.
+ * A batch that does not decompress fails with a KafkaError naming its codec and compressed size. So
+ * does a batch that would decompress to more than `MAX_DECOMPRESSED_BYTES`, checked before any
+ * output is allocated: a small batch of one compressed run of zeros (a "bomb", by mistake or
+ * malice: ZSTD turns 1 MB into tens of GB) would otherwise take the process's memory, and the
+ * container would be killed with no word of why, again at every restart. The fetch does not fail:
+ * unreadable-batches.ts turns the batch into one record that says so, at its last offset.
  *
  * A fetch response's batches decompress to at most its budget together (fetch-budget.ts: the
  * fetch's `maxBytes`, at most `MAX_DECOMPRESSED_BYTES`), checked the same way. Its first compressed

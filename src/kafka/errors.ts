@@ -1,4 +1,5 @@
 import { AbortedError, FencedError, KafkaError } from '../errors.ts';
+import { securityErrorOf } from './security-errors.ts';
 import type { TopicPartitionError } from './topic-errors.ts';
 
 /**
@@ -134,11 +135,14 @@ export function oversizeTopicsOf(err: unknown): string[] {
 }
 
 /**
- * kafkajs errors into the project's model: fencing is FencedError, the rest KafkaError keeping
- * kafkajs's verdict. An abort (AbortedError) stays one.
+ * kafkajs errors into the project's model: Kafka's refusal of fraudlink's TLS settings or
+ * credentials is KafkaTlsError or KafkaAuthenticationError, fencing is FencedError, the rest
+ * KafkaError keeping kafkajs's verdict. An abort (AbortedError) stays one.
  */
 export function toKafkaError(err: unknown, what: string): Error {
   if (err instanceof KafkaError || err instanceof FencedError || err instanceof AbortedError) return err;
+  const refused = securityErrorOf(err, what);
+  if (refused) return refused;
   if (isFencing(err)) {
     // The broker answers the same for a transaction it aborted after transaction.timeout.ms: the
     // producer's epoch is stale either way and only a new producer can go on.

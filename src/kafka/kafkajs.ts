@@ -7,19 +7,23 @@ import { hasErrorName } from './errors.ts';
 import { installFetchDecompressionBudget } from './fetch-budget.ts';
 import { kafkajsPath } from './kafkajs-path.ts';
 import { MAX_SEND_BYTES, recordBytes } from './records.ts';
+import { installTlsRefusalsNotRetriable } from './security-errors.ts';
 import { installTopicErrors } from './topic-errors.ts';
 import { installStableOffsetFetch, installTransactionV2 } from './transaction-v2.ts';
 import type { OutgoingRecord } from './types.ts';
+import { installUnreadableBatches } from './unreadable-batches.ts';
 
 /**
- * kafkajs, loaded once through here so ten fixes and seven additions are in place before any of
+ * kafkajs, loaded once through here so eleven fixes and eight additions are in place before any of
  * its modules load (kafkajs has had no release since 2023): one fix to what read_committed consumers
- * see, seven to the producer's hot path, one to the consumer's and one to every connection's timers;
+ * see, seven to the producer's hot path, one to the consumer's, one to every connection's timers and
+ * one to how TLS refusals are retried (19, security-errors.ts);
  * Kafka's transaction protocol v2 (11), its error codes since kafkajs (12), a hook before a
  * consumer joins its group (13), stable committed offsets (14), a send refused before any request
  * when one partition's records outgrow a record batch (15), Kafka's Snappy, LZ4 and ZSTD codecs
- * (16, codecs.ts) and Produce, AddPartitionsToTxn and Metadata errors that name their topic
- * partitions (17, topic-errors.ts). The producer fixes leave the bytes on the wire unchanged
+ * (16, codecs.ts), Produce, AddPartitionsToTxn and Metadata errors that name their topic
+ * partitions (17, topic-errors.ts) and unreadable record batches read as one record that says so
+ * (18, unreadable-batches.ts). The producer fixes leave the bytes on the wire unchanged
  * (test/kafka/kafkajs-fixes.test.ts compares them with the original code's).
  *
  * 1. Aborted records of interleaved transactions. kafkajs's `filterAbortedMessages` switches on at
@@ -117,6 +121,13 @@ import type { OutgoingRecord } from './types.ts';
  *
  * 17. Produce, AddPartitionsToTxn and Metadata errors carry every failing topic partition
  * (topic-errors.ts): kafkajs throws the first one's error alone, naming neither topic nor partition.
+ *
+ * 18. Unreadable record batches (unreadable-batches.ts): a compressed batch that does not
+ * decompress, or would pass the codecs' bound, failed the whole fetch, and the consumer crashed and
+ * restarted into it for ever. It is now one record at its last offset carrying `unreadableBatch`.
+ *
+ * 19. A broker certificate that fails verification, or a client certificate the broker refuses, is
+ * not retriable (security-errors.ts): kafkajs retried it like a broker away.
  *
  * Measured on the connector (HeapProfiler sampling, 14 s of a 1,000,000-row run): 5, 6 and 7 took
  * the main thread's allocations from 5.4 to 1.5 GB (~390 to ~110 MB/s). Before, V8 answered with a
@@ -933,6 +944,8 @@ function installGroupHooks(): void {
   };
 }
 
+// First: it swaps a class that kafkajs's network modules take when they load.
+installTlsRefusalsNotRetriable();
 installAbortFilterFix();
 installPooledEncoder();
 installIntVarLong();
@@ -942,6 +955,8 @@ installPartitioning();
 installInPlaceHeaders();
 installOneCopyRequests();
 installNumericRecordDecoding();
+// After the record decoder's swap: kafkajs's batch decoder takes the record decoder when it loads.
+installUnreadableBatches();
 installRequestQueueWithoutLoop();
 installTransactionV2();
 installEosManager();

@@ -1,5 +1,5 @@
 import type { IHeaders, KafkaMessage, Message } from '@fraudlink/kafkajs';
-import type { IncomingRecord, OutgoingRecord } from './types.ts';
+import type { IncomingRecord, OutgoingRecord, UnreadableBatch } from './types.ts';
 
 export function toMessage(record: OutgoingRecord): Message {
   const message: Message = { key: record.key, value: record.value };
@@ -132,7 +132,7 @@ function headersOf(headers: IHeaders | undefined): Record<string, Buffer | undef
 }
 
 export function toIncoming(topic: string, partition: number, message: KafkaMessage): IncomingRecord {
-  return {
+  const record: IncomingRecord = {
     topic,
     partition,
     offset: message.offset,
@@ -141,4 +141,8 @@ export function toIncoming(topic: string, partition: number, message: KafkaMessa
     headers: headersOf(message.headers),
     timestamp: Number(message.timestamp),
   };
+  // Only the record standing for an unreadable batch has it (unreadable-batches.ts).
+  const { unreadableBatch } = message as { unreadableBatch?: UnreadableBatch };
+  if (unreadableBatch) record.unreadableBatch = unreadableBatch;
+  return record;
 }

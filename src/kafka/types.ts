@@ -22,6 +22,28 @@ export interface IncomingRecord {
   value: Buffer | null;
   headers: Record<string, Buffer | undefined>;
   timestamp: number;
+  /**
+   * Set on the one record that stands for a record batch that could not be read (unreadable-batches.ts):
+   * it sits at the batch's last offset, with no key, value or headers; handling it moves the reader
+   * past the whole batch.
+   */
+  unreadableBatch?: UnreadableBatch;
+}
+
+/** A record batch whose records could not be read: it did not decompress, or would pass the bound. */
+export interface UnreadableBatch {
+  /** The batch's base offset. */
+  firstOffset: string;
+  /** The batch's last offset (base offset + last offset delta), the standing record's own. */
+  lastOffset: string;
+  /** Kafka's name of its compression codec: gzip, snappy, lz4, zstd (or `codec N`). */
+  codec: string;
+  /** Why it could not be read (the codec's error). */
+  reason: string;
+  /** Its compressed records' size in bytes. */
+  bytes: number;
+  /** Its compressed records as they are (`bytes` long), for whoever keeps a copy. */
+  data: Buffer;
 }
 
 export interface TopicPartitionOffset {
@@ -223,6 +245,11 @@ export interface ReadTopicOptions {
    * (then fails, retriable). `onWaiting` is called once if it must wait.
    */
   awaitOpenTransactions?: AwaitOpenTransactions;
+  /**
+   * A record batch that cannot be read (`IncomingRecord.unreadableBatch`) reaches `onRecords` as its
+   * one record when true; otherwise it ends the read with an UnreadableBatchError naming it.
+   */
+  deliverUnreadableBatches?: boolean;
 }
 
 export interface AwaitOpenTransactions {

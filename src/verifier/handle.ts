@@ -1,15 +1,18 @@
 import type { ApiClient } from '../api/index.ts';
 import type { VerifierConfig } from '../config/index.ts';
-import { AbortedError, DecodeError, FraudlinkError, KafkaError } from '../errors.ts';
+import { AbortedError, DecodeError, FraudlinkError } from '../errors.ts';
 import {
-  batchBytes,
+  DLQ_TRUNCATED_HEADER,
   type Encoder,
+  type FitForDlqOptions,
+  fitForDlq,
   type IncomingRecord,
   isReadOnlyRegistry,
   isSchemaRefusal,
   type OutgoingRecord,
   refusedTopicsOf,
   type SchemaRegistryClient,
+  type UnreadableBatch,
 } from '../kafka/index.ts';
 import { clip, type Logger, maskIban } from '../logger.ts';
 import { unlessAborted } from '../retry.ts';
@@ -44,8 +47,8 @@ export interface HandlerDeps {
   partitionCount(topic: string): Promise<number>;
   /**
    * The DLQ topic's `max.message.bytes`. A copy larger than that would fail its whole transaction at
-   * the broker (MESSAGE_TOO_LARGE, final), and every restart after it again: it stops the verifier
-   * instead, with an error that names the request and the setting to raise.
+   * the broker (MESSAGE_TOO_LARGE, final), and every restart after it again: it is cut down to fit
+   * instead (`fitForDlq`), with a `dlq-truncated` header giving its size before.
    */
   dlqMaxBytes: number;
   metrics: VerifierMetrics;
@@ -243,6 +246,75 @@ async function replyRecord(
 }
 
 /**
+ * `copy` as the DLQ topic takes it (cut down when larger than `dlqMaxBytes`, logged), counted in
+ * the DLQ metric under `code`.
+ */
+function toDlq(
+  copy: OutgoingRecord,
+  code: string,
+  source: IncomingRecord,
+  deps: HandlerDeps,
+  options?: FitForDlqOptions,
+): OutgoingRecord {
+  const fitted = fitForDlq(copy, deps.dlqMaxBytes, options);
+  if (fitted !== copy) {
+    deps.logger.warn(
+      {
+        code,
+        partition: source.partition,
+        offset: source.offset,
+        bytes: Number(fitted.headers?.[DLQ_TRUNCATED_HEADER]),
+        dlqMaxBytes: deps.dlqMaxBytes,
+      },
+      "the DLQ copy is larger than the DLQ topic's max.message.bytes: cut down to fit",
+    );
+  }
+  deps.metrics.dlq.inc({ code });
+  return fitted;
+}
+
+/**
+ * The DLQ record of a record batch of the requests topic that could not be read (it did not
+ * decompress, or would pass the reader's bound): its compressed bytes as the value when they fit,
+ * and headers naming the batch. No reply: no request of it can be read, nor its key.
+ */
+function unreadableBatchCopy(
+  record: IncomingRecord,
+  batch: UnreadableBatch,
+  deps: HandlerDeps,
+): OutgoingRecord {
+  const code = RequestErrorCodes.BATCH_UNREADABLE;
+  deps.logger.warn(
+    {
+      code,
+      partition: record.partition,
+      firstOffset: batch.firstOffset,
+      lastOffset: batch.lastOffset,
+      codec: batch.codec,
+      bytes: batch.bytes,
+      reason: batch.reason,
+    },
+    'a record batch of the requests topic cannot be read: sent to the DLQ, its requests unanswered',
+  );
+  const copy: OutgoingRecord = {
+    topic: deps.config.dlqTopic,
+    key: null,
+    value: batch.data,
+    headers: {
+      'error-code': code,
+      'error-message': batch.reason,
+      'source-topic': record.topic,
+      'source-partition': String(record.partition),
+      'source-offset-first': batch.firstOffset,
+      'source-offset-last': batch.lastOffset,
+      'source-codec': batch.codec,
+    },
+  };
+  // Compressed bytes cut short decompress to nothing: left out whole when they do not fit.
+  return toDlq(copy, code, record, deps, { value: 'drop' });
+}
+
+/**
  * stop() gave up on the request (it drops the request's partitions before it aborts `signal`), and
  * `err` is its upstream call or reply lookup ended so: no reply is made or counted here, and whoever
  * owns the partition next answers it.
@@ -264,6 +336,7 @@ export async function handleRequest(
    */
   signal?: AbortSignal,
 ): Promise<OutgoingRecord[]> {
+  if (record.unreadableBatch) return [unreadableBatchCopy(record, record.unreadableBatch, deps)];
   const now = deps.now ?? Date.now;
   const { config, metrics, logger } = deps;
   // A key over MAX_KEY_BYTES is no usable id (parse refuses it): that request goes to the DLQ.
@@ -292,16 +365,7 @@ export async function handleRequest(
           'source-offset': record.offset,
         },
       };
-      const bytes = batchBytes([copy]);
-      if (bytes > deps.dlqMaxBytes) {
-        throw new KafkaError(
-          `the unreadable request at ${record.topic}/${record.partition} offset ${record.offset} ` +
-            `cannot be copied to the DLQ: ${bytes} bytes with its DLQ headers, over the ` +
-            `max.message.bytes of ${config.dlqTopic} (${deps.dlqMaxBytes}); raise that setting`,
-        );
-      }
-      metrics.dlq.inc({ code: parsed.code });
-      out.push(copy);
+      out.push(toDlq(copy, parsed.code, record, deps));
     }
     if (requestId !== null)
       result = failed(requestId, 'INVALID_REQUEST', { code: parsed.code, message: parsed.message }, now());

@@ -118,8 +118,8 @@ async function wire(
   if (dlqMaxBytes < wantedDlqBytes) {
     log.warn(
       { dlqTopic: v.dlqTopic, dlqMaxBytes, requestsMaxBytes, wanted: wantedDlqBytes },
-      'the DLQ topic takes smaller records than the requests topic plus the DLQ headers: an ' +
-        "unreadable request that large stops the verifier; raise the DLQ topic's max.message.bytes",
+      'the DLQ topic takes smaller records than the requests topic plus the DLQ headers: the DLQ ' +
+        "copy of an unreadable request that large is cut down; raise the DLQ topic's max.message.bytes",
     );
   }
   const registry = createSchemaRegistry(config.registry);
@@ -166,9 +166,9 @@ async function wire(
     registry,
     replyEncoder,
     partitionCount,
-    // A compressed copy's size is known only once kafkajs has compressed its batch: the broker judges
-    // it (MESSAGE_TOO_LARGE then stops the verifier, naming the DLQ topic and the copy's size).
-    dlqMaxBytes: (config.kafka.compression ?? 'none') === 'none' ? dlqMaxBytes : Number.POSITIVE_INFINITY,
+    // Copies are measured uncompressed, whatever KAFKA_COMPRESSION: a compressed copy's size is known
+    // only once kafkajs has compressed its batch, too late to cut it.
+    dlqMaxBytes,
     metrics,
     logger: log,
     kafka,

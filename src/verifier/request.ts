@@ -15,6 +15,7 @@ export type RequestFormat = 'avro' | 'json';
 /** Stable codes carried in INVALID_REQUEST replies and DLQ `error-code` headers. */
 export const RequestErrorCodes = {
   UNREADABLE: 'REQUEST_UNREADABLE',
+  BATCH_UNREADABLE: 'REQUEST_BATCH_UNREADABLE',
   REQUEST_ID_MISSING: 'REQUEST_ID_MISSING',
   IBAN_INVALID: 'REQUEST_IBAN_INVALID',
   NAME_INVALID: 'REQUEST_NAME_INVALID',

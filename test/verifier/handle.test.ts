@@ -9,7 +9,9 @@ import {
   batchBytes,
   createSchemaRegistry,
   type IncomingRecord,
+  type OutgoingRecord,
   type SchemaRegistryClient,
+  type UnreadableBatch,
 } from '../../src/kafka/index.ts';
 import { createLogger, silentLogger } from '../../src/logger.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
@@ -427,20 +429,96 @@ describe('handleRequest on bad input', () => {
     ]);
   });
 
-  it('stops on an unreadable request whose DLQ copy the DLQ topic would refuse, naming the request and the limit', async () => {
-    const record = { ...jsonRequest(), offset: '41', value: Buffer.from(`{${'x'.repeat(2_000)}`) };
+  it('cuts down the DLQ copy of an unreadable request that the DLQ topic would refuse, and still answers it', async () => {
+    const value = Buffer.from(`{${'x'.repeat(2_000)}`);
+    const record = { ...jsonRequest(), offset: '41', value };
     const metrics = createVerifierMetrics(new Registry());
-    // The copy is the value plus its headers and the batch's framing: over 2,000 bytes.
-    await expect(handleRequest(record, deps({ dlqMaxBytes: 2_000, metrics }))).rejects.toThrow(
-      new RegExp(
-        `request at ${config.verifier.requestsTopic}/0 offset 41 cannot be copied to the DLQ: \\d+ bytes .*` +
-          `max.message.bytes of ${config.verifier.dlqTopic} \\(2000\\)`,
-      ),
+    const out = logCapture();
+    const logger = createLogger({ level: 'warn', destination: out.stream });
+    const records = await handleRequest(record, deps({ dlqMaxBytes: 2_000, metrics, logger }));
+
+    const copy = records.find((r) => r.topic === config.verifier.dlqTopic);
+    expect(batchBytes([copy as OutgoingRecord])).toBeLessThanOrEqual(2_000);
+    // As much of the value as fits, and its size before in the header.
+    expect(copy?.value?.length).toBeGreaterThan(1_500);
+    expect(value.subarray(0, copy?.value?.length).equals(copy?.value as Buffer)).toBe(true);
+    expect(Number(copy?.headers?.['dlq-truncated'])).toBeGreaterThan(2_000);
+    expect(copy?.headers).toMatchObject({ 'error-code': 'REQUEST_UNREADABLE', 'source-offset': '41' });
+    expect(records.map((r) => r.topic)).toContain(config.verifier.repliesTopic);
+    expect((await metrics.dlq.get()).values).toMatchObject([
+      { labels: { code: 'REQUEST_UNREADABLE' }, value: 1 },
+    ]);
+    expect(out.lines.map((l) => l.msg)).toContain(
+      "the DLQ copy is larger than the DLQ topic's max.message.bytes: cut down to fit",
     );
-    expect((await metrics.dlq.get()).values).toEqual([]);
-    // The same request fits a DLQ that takes its size.
-    const records = await handleRequest(record, deps({ dlqMaxBytes: 3_000 }));
-    expect(records.map((r) => r.topic)).toContain(config.verifier.dlqTopic);
+    // The same request fits a DLQ that takes its size: copied whole.
+    const whole = await handleRequest(record, deps({ dlqMaxBytes: 3_000 }));
+    expect(whole.find((r) => r.topic === config.verifier.dlqTopic)?.value).toEqual(value);
+  });
+});
+
+describe('handleRequest with an unreadable record batch', () => {
+  const batch: UnreadableBatch = {
+    firstOffset: '10',
+    lastOffset: '12',
+    codec: 'zstd',
+    reason: 'could not decompress a ZSTD record batch (40 bytes compressed): corrupt',
+    bytes: 40,
+    data: Buffer.alloc(40, 7),
+  };
+  const marker: IncomingRecord = {
+    topic: config.verifier.requestsTopic,
+    partition: 2,
+    offset: '12',
+    key: null,
+    value: null,
+    headers: {},
+    timestamp: 0,
+    unreadableBatch: batch,
+  };
+
+  it('makes it one DLQ record naming the batch, with its compressed bytes, and no reply', async () => {
+    const metrics = createVerifierMetrics(new Registry());
+    let asked = 0;
+    const records = await handleRequest(
+      marker,
+      deps({
+        metrics,
+        api: {
+          verify: async () => {
+            asked++;
+            return { partyNameMatch: 'MTCH' };
+          },
+        },
+      }),
+    );
+    expect(records).toEqual([
+      {
+        topic: config.verifier.dlqTopic,
+        key: null,
+        value: batch.data,
+        headers: {
+          'error-code': 'REQUEST_BATCH_UNREADABLE',
+          'error-message': batch.reason,
+          'source-topic': config.verifier.requestsTopic,
+          'source-partition': '2',
+          'source-offset-first': '10',
+          'source-offset-last': '12',
+          'source-codec': 'zstd',
+        },
+      },
+    ]);
+    expect(asked).toBe(0);
+    expect((await metrics.dlq.get()).values).toMatchObject([
+      { labels: { code: 'REQUEST_BATCH_UNREADABLE' }, value: 1 },
+    ]);
+  });
+
+  it('leaves its compressed bytes out when they do not fit the DLQ topic', async () => {
+    const big = { ...marker, unreadableBatch: { ...batch, bytes: 5_000, data: Buffer.alloc(5_000, 7) } };
+    const [copy] = await handleRequest(big, deps({ dlqMaxBytes: 2_000 }));
+    expect(copy?.value).toBeNull();
+    expect(copy?.headers).toMatchObject({ 'source-offset-last': '12', 'dlq-truncated': expect.any(String) });
   });
 });
 
