@@ -145,6 +145,17 @@ export interface CursorConfig extends LoggingConfig {
   name: string;
 }
 
+/**
+ * What `verifier skip` reads: the verifier's requests and DLQ topics and its group, on Kafka alone
+ * (neither the upstream nor the registry).
+ */
+export interface VerifierSkipConfig extends LoggingConfig {
+  kafka: KafkaConfig;
+  requestsTopic: string;
+  dlqTopic: string;
+  groupId: string;
+}
+
 export interface ApiOnlyConfig extends LoggingConfig {
   api: ApiConfig;
   /** EXPORT_CURSOR_PARAM, for `fraudlink api export`. */
@@ -475,6 +486,22 @@ export function loadVerifierConfig(env: Env): VerifierConfig {
         partitions: e.VERIFY_TOPIC_PARTITIONS,
         replicationFactor: e.TOPIC_REPLICATION_FACTOR,
       },
+    }),
+  );
+}
+
+export function loadVerifierSkipConfig(env: Env): VerifierSkipConfig {
+  const { VERIFY_REQUESTS_TOPIC, VERIFY_DLQ_TOPIC, VERIFY_GROUP_ID } = verifierEnv;
+  return load(
+    env,
+    { ...kafkaEnv, VERIFY_REQUESTS_TOPIC, VERIFY_DLQ_TOPIC, VERIFY_GROUP_ID, LOG_LEVEL: commonEnv.LOG_LEVEL },
+    ['VERIFY_REQUESTS_TOPIC', 'VERIFY_DLQ_TOPIC'],
+    (e) => ({
+      logLevel: e.LOG_LEVEL,
+      kafka: kafkaOf(e),
+      requestsTopic: e.VERIFY_REQUESTS_TOPIC,
+      dlqTopic: e.VERIFY_DLQ_TOPIC,
+      groupId: e.VERIFY_GROUP_ID,
     }),
   );
 }

@@ -12,6 +12,7 @@ import kafkajs from './kafkajs.ts';
 import { pinoLogCreator } from './logging.ts';
 import { createOAuthTokenSource } from './oauth.ts';
 import { createProducer, createTransactionalProducer } from './producer.ts';
+import { readRecordFrom } from './read-record.ts';
 import { readTopic } from './read-topic.ts';
 import { noDelaySocketFactory } from './socket.ts';
 import type { KafkaAdmin, KafkaClient } from './types.ts';
@@ -105,6 +106,14 @@ export function createKafkaClient({
       }
       try {
         await readTopic(kafka, a, topic, onRecords, o);
+      } finally {
+        await a.close();
+      }
+    },
+    async readRecordFrom(topic, partition, offset, o) {
+      const a = await admin(o.signal && { signal: o.signal });
+      try {
+        return await readRecordFrom(kafka, a, topic, partition, offset, o);
       } finally {
         await a.close();
       }

@@ -79,6 +79,8 @@ export interface KafkaAdmin {
    */
   partitionCount(topic: string): Promise<number>;
   groupOffsets(groupId: string, topic: string): Promise<{ partition: number; offset: string }[]>;
+  /** The group's state as its coordinator reports it (`Empty`, `Stable`, `Dead`...) and its members' ids. */
+  describeGroup(groupId: string): Promise<{ state: string; members: string[] }>;
   /** The largest record batch the topic accepts: its `max.message.bytes`, or the broker's default. */
   maxMessageBytes(topic: string): Promise<number>;
   deleteTopics(topics: string[]): Promise<void>;
@@ -257,6 +259,21 @@ export interface AwaitOpenTransactions {
   onWaiting?: (behind: { lso: string; high: string }[]) => void;
 }
 
+/** What is at or after an offset of one partition, as a read_committed consumer sees it. */
+export type RecordFrom =
+  /** The first record delivered at or after the offset (after it: the offset held no record). */
+  | { kind: 'record'; record: IncomingRecord }
+  /** No record from the offset to the partition's last stable offset. */
+  | { kind: 'end'; end: string }
+  /** The fetch failed (a batch that does not decompress, say) or gave nothing in time. */
+  | { kind: 'unreadable'; reason: string };
+
+export interface ReadRecordOptions {
+  /** How long to wait for the record before answering `unreadable`. */
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
 export interface TransactionalProducerOptions {
   transactionalId: string;
   /** An open transaction of a crashed instance is aborted by the broker after this long. */
@@ -298,4 +315,14 @@ export interface KafkaClient {
     onRecords: (records: IncomingRecord[]) => void | Promise<void>,
     options?: ReadTopicOptions,
   ): Promise<void>;
+  /**
+   * The first record of `topic`'s `partition` at or after `offset` (read_committed), read by a
+   * throwaway consumer group that commits nothing.
+   */
+  readRecordFrom(
+    topic: string,
+    partition: number,
+    offset: string,
+    options: ReadRecordOptions,
+  ): Promise<RecordFrom>;
 }
