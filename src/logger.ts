@@ -84,3 +84,14 @@ export function maskIban(iban: unknown): string {
   if (compact.length <= 6) return `${compact.slice(0, 2)}…`;
   return `${compact.slice(0, 2)}…${compact.slice(-4)}`;
 }
+
+/** How many characters of a client-controlled string (an id, a topic name, a message) a log line keeps. */
+export const LOG_CLIP_CHARS = 128;
+
+/**
+ * A client-controlled string cut for a log line or an error message: its first `max` characters and
+ * "…(N more)", so that one request cannot make a line of megabytes.
+ */
+export function clip(text: string, max = LOG_CLIP_CHARS): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…(${text.length - max} more)`;
+}

@@ -1,7 +1,7 @@
 import kafkajs from '@fraudlink/kafkajs';
 import { describe, expect, it } from 'vitest';
 import { pinoLogCreator } from '../src/kafka/logging.ts';
-import { createLogger, maskIban } from '../src/logger.ts';
+import { clip, createLogger, LOG_CLIP_CHARS, maskIban } from '../src/logger.ts';
 import { logCapture } from './helpers/log.ts';
 
 describe('logger', () => {
@@ -111,5 +111,16 @@ describe('maskIban', () => {
   it('copes with missing or very short values', () => {
     expect(maskIban(undefined)).toBe('<none>');
     expect(maskIban('FR12')).toBe('FR…');
+  });
+});
+
+describe('clip', () => {
+  it('keeps a short string whole and cuts a long one, saying how much it left out', () => {
+    expect(clip('r-1')).toBe('r-1');
+    expect(clip('x'.repeat(LOG_CLIP_CHARS))).toBe('x'.repeat(LOG_CLIP_CHARS));
+    expect(clip('x'.repeat(400_000))).toBe(
+      `${'x'.repeat(LOG_CLIP_CHARS)}…(${400_000 - LOG_CLIP_CHARS} more)`,
+    );
+    expect(clip('abcdef', 2)).toBe('ab…(4 more)');
   });
 });

@@ -115,7 +115,14 @@ export interface VerifierConfig extends CommonConfig {
     concurrency: number;
     /** Least time between the starts of two reply transactions (fewer, larger transactions at low rates). */
     commitIntervalMs: number;
+    /** VERIFY_REPLY_TOPICS as a whole-name match (wholeNameMatch): a substring of a name is no match. */
     replyTopicsAllowed: RegExp;
+    /**
+     * fraudlink's own topics no reply may go to whatever VERIFY_REPLY_TOPICS says: the requests and
+     * DLQ topics, and the connector's (ALERTS_TOPIC, ALERTS_DLQ_TOPIC, CONNECTOR_OFFSETS_TOPIC, as
+     * set here or their defaults).
+     */
+    ownTopics: readonly string[];
     partitions: number;
     replicationFactor: number;
   };
@@ -428,6 +435,15 @@ export function loadCursorConfig(env: Env): CursorConfig {
   }));
 }
 
+/**
+ * A regex that matches a whole name only: `^(?:source)$`. An allow-list regex tested as a substring
+ * match would let a broad one (`vop\.verification\.replies\.`) admit `fraud.alerts.v1` or
+ * `x.vop.verification.replies.y`.
+ */
+export function wholeNameMatch(source: string): RegExp {
+  return new RegExp(`^(?:${source})$`);
+}
+
 export function loadVerifierConfig(env: Env): VerifierConfig {
   return load(
     env,
@@ -437,6 +453,10 @@ export function loadVerifierConfig(env: Env): VerifierConfig {
       ...registryEnv,
       ...verifierEnv,
       TOPIC_REPLICATION_FACTOR: alertsEnv.TOPIC_REPLICATION_FACTOR,
+      // The connector's topics only to refuse them as reply topics.
+      ALERTS_TOPIC: alertsEnv.ALERTS_TOPIC,
+      ALERTS_DLQ_TOPIC: alertsEnv.ALERTS_DLQ_TOPIC,
+      CONNECTOR_OFFSETS_TOPIC: connectorEnv.CONNECTOR_OFFSETS_TOPIC,
       ...commonEnv,
     },
     ['VERIFY_REQUESTS_TOPIC', 'VERIFY_REPLIES_TOPIC', 'VERIFY_DLQ_TOPIC'],
@@ -455,7 +475,14 @@ export function loadVerifierConfig(env: Env): VerifierConfig {
           e.VERIFY_MAX_DEADLINE_MS ?? Math.max(DEFAULT_MAX_DEADLINE_MS, e.VERIFY_DEFAULT_DEADLINE_MS),
         concurrency: e.VERIFY_CONCURRENCY,
         commitIntervalMs: e.VERIFY_COMMIT_INTERVAL_MS,
-        replyTopicsAllowed: new RegExp(e.VERIFY_REPLY_TOPICS),
+        replyTopicsAllowed: wholeNameMatch(e.VERIFY_REPLY_TOPICS),
+        ownTopics: [
+          e.VERIFY_REQUESTS_TOPIC,
+          e.VERIFY_DLQ_TOPIC,
+          e.ALERTS_TOPIC,
+          e.ALERTS_DLQ_TOPIC,
+          e.CONNECTOR_OFFSETS_TOPIC,
+        ],
         partitions: e.VERIFY_TOPIC_PARTITIONS,
         replicationFactor: e.TOPIC_REPLICATION_FACTOR,
       },

@@ -68,25 +68,42 @@ export function isFencing(err: unknown): boolean {
 }
 
 /**
- * A topic's answers to a Produce (or, on transaction protocol v1, AddPartitionsToTxn) that no retry
- * changes, and that concern that topic alone: the producer may not write to it (an ACL), or the
- * topic's own settings refuse the records (`max.message.bytes`; record validation or timestamp limits).
+ * Errors a Produce, AddPartitionsToTxn or Metadata answer may name a topic partition with that are
+ * the producer's or the transaction's state, not the topic's: fencing, sequence numbers, the
+ * transactional id's ACL, a partition not attempted because another failed.
  */
-const TOPIC_REFUSALS = new Set([
-  'TOPIC_AUTHORIZATION_FAILED',
-  'MESSAGE_TOO_LARGE',
-  'RECORD_LIST_TOO_LARGE',
-  'INVALID_RECORD',
-  'INVALID_TIMESTAMP',
+const NOT_THE_TOPICS = new Set([
+  ...FENCING_TYPES,
+  'OUT_OF_ORDER_SEQUENCE_NUMBER',
+  'DUPLICATE_SEQUENCE_NUMBER',
+  'UNKNOWN_PRODUCER_ID',
+  'INVALID_TXN_STATE',
+  'CONCURRENT_TRANSACTIONS',
+  'TRANSACTIONAL_ID_AUTHORIZATION_FAILED',
+  'CLUSTER_AUTHORIZATION_FAILED',
+  'OPERATION_NOT_ATTEMPTED',
+  'UNSUPPORTED_VERSION',
 ]);
 
-/** Each topic that refused `err`'s records for good (TOPIC_REFUSALS), with the refusals it answered. */
+/**
+ * Whether a topic's answer refuses its records for good: any error Kafka does not call retriable
+ * (an ACL, `max.message.bytes`, an invalid name, a create-topic policy, record validation, ...),
+ * and UNKNOWN_TOPIC_OR_PARTITION, which outlasting the client's retries means a topic deleted; not
+ * the producer's own state (NOT_THE_TOPICS). A retriable error (a leader moving, too few replicas
+ * in sync) is the cluster's trouble, not the topic's refusal.
+ */
+function refusesForGood(error: TopicPartitionError): boolean {
+  if (NOT_THE_TOPICS.has(error.type)) return false;
+  return !error.retriable || error.type === 'UNKNOWN_TOPIC_OR_PARTITION';
+}
+
+/** Each topic that refused `err`'s records for good (refusesForGood), with the refusals it answered. */
 function topicRefusals(err: unknown): Map<string, Set<string>> {
   const refusals = new Map<string, Set<string>>();
   for (const e of causeChain(err)) {
     const { topicErrors } = e as { topicErrors?: TopicPartitionError[] };
     for (const t of topicErrors ?? []) {
-      if (!TOPIC_REFUSALS.has(t.type)) continue;
+      if (!refusesForGood(t)) continue;
       const types = refusals.get(t.topic) ?? new Set<string>();
       types.add(t.type);
       refusals.set(t.topic, types);
@@ -96,8 +113,9 @@ function topicRefusals(err: unknown): Map<string, Set<string>> {
 }
 
 /**
- * The topics that refused a failed send or transaction's records for good (see TOPIC_REFUSALS), as
- * the broker named them (topic-errors.ts); empty when the failure is not such a refusal.
+ * The topics that refused a failed send or transaction's records for good (see refusesForGood), as
+ * the broker named them (topic-errors.ts); empty when the failure is not such a refusal. The
+ * caller decides whose topic it is: a refusal by one of fraudlink's own topics stops it.
  */
 export function refusedTopicsOf(err: unknown): string[] {
   return [...topicRefusals(err).keys()];

@@ -9,12 +9,14 @@ export interface TopicPartitionError {
   partition: number;
   /** Kafka's error type, e.g. TOPIC_AUTHORIZATION_FAILED. */
   type: string;
+  /** Whether Kafka calls the error retriable (a leader moving, too few replicas in sync). */
+  retriable: boolean;
 }
 
 /** kafkajs's protocol/error.js, as far as it is used here. */
 interface ErrorModule {
   failure(code: number): boolean;
-  createErrorFromCode(code: number): { type?: string };
+  createErrorFromCode(code: number): { type?: string; retriable?: boolean };
 }
 
 /**
@@ -41,10 +43,14 @@ export function topicErrorsOf(data: unknown, errors: ErrorModule): TopicPartitio
   return entries.flatMap(({ topic, partitions }) =>
     partitions
       .filter((p) => errors.failure(p.errorCode))
-      .map((p) => ({
-        topic,
-        partition: p.partition,
-        type: errors.createErrorFromCode(p.errorCode).type ?? `code ${p.errorCode}`,
-      })),
+      .map((p) => {
+        const error = errors.createErrorFromCode(p.errorCode);
+        return {
+          topic,
+          partition: p.partition,
+          type: error.type ?? `code ${p.errorCode}`,
+          retriable: error.retriable === true,
+        };
+      }),
   );
 }

@@ -14,7 +14,7 @@ import {
   type SchemaRegistryClient,
   type UnreadableBatch,
 } from '../kafka/index.ts';
-import { type Logger, maskIban } from '../logger.ts';
+import { clip, type Logger, maskIban } from '../logger.ts';
 import { unlessAborted } from '../retry.ts';
 import { SchemaNames } from '../schemas.ts';
 import type { VerifierMetrics } from './metrics.ts';
@@ -24,8 +24,11 @@ import {
   correlationIdOf,
   deadlineOf,
   formatOf,
+  MAX_ERROR_MESSAGE,
+  MAX_KEY_BYTES,
   parseJsonRequest,
   RequestErrorCodes,
+  recordLimitRefusal,
   replyRouteOf,
   type Validated,
   validateRequest,
@@ -61,7 +64,10 @@ export interface HandlerDeps {
 
 type Parsed = Validated | { ok: false; code: string; message: string; unreadable: true };
 
+/** The request read and validated, unless its key or headers pass a limit (recordLimitRefusal). */
 async function parse(record: IncomingRecord, deps: HandlerDeps): Promise<Parsed> {
+  const tooLarge = recordLimitRefusal(record.key, record.headers);
+  if (tooLarge) return { ok: false, ...tooLarge };
   if (record.value === null || record.value.length === 0) {
     return { ok: false, code: RequestErrorCodes.UNREADABLE, message: 'value is empty', unreadable: true };
   }
@@ -79,7 +85,13 @@ async function parse(record: IncomingRecord, deps: HandlerDeps): Promise<Parsed>
     return validateRequest(decoded.value);
   } catch (err) {
     if (err instanceof DecodeError)
-      return { ok: false, code: RequestErrorCodes.UNREADABLE, message: err.message, unreadable: true };
+      return {
+        ok: false,
+        code: RequestErrorCodes.UNREADABLE,
+        // A decoder's message may quote the value.
+        message: clip(err.message, MAX_ERROR_MESSAGE),
+        unreadable: true,
+      };
     throw err;
   }
 }
@@ -119,7 +131,7 @@ async function customTopicPartitions(
     countMovedReply(
       deps,
       { err, requestId, refused: topic, refusedForMs: refused?.ttlMs },
-      "the broker refuses kafka_replyTopic's metadata (no Describe ACL for the verifier); replying on the default topic",
+      "the broker refuses kafka_replyTopic's metadata (no Describe ACL for the verifier, an invalid name, ...); replying on the default topic",
     );
     return undefined;
   }
@@ -135,27 +147,28 @@ async function replyRecord(
 ): Promise<OutgoingRecord> {
   const { config, logger } = deps;
   const partitionCount = (topic: string) => unlessAborted(deps.partitionCount(topic), signal, 'reply lookup');
-  const route = replyRouteOf(record.headers, config.repliesTopic, config.replyTopicsAllowed, [
-    config.requestsTopic,
-    config.dlqTopic,
-  ]);
+  const route = replyRouteOf(record.headers, {
+    defaultTopic: config.repliesTopic,
+    allowed: config.replyTopicsAllowed,
+    own: config.ownTopics,
+  });
   if (route.unreadablePartition !== undefined) {
     logger.warn(
-      { requestId, bytes: route.unreadablePartition },
+      { requestId: clip(requestId), bytes: route.unreadablePartition },
       'kafka_replyPartition is not a 4-byte big-endian int; replying on the partition of the key',
     );
   }
   if (route.refusedTopic !== undefined) {
     countMovedReply(
       deps,
-      { requestId, refused: route.refusedTopic },
-      'kafka_replyTopic refused (not in VERIFY_REPLY_TOPICS, or an input topic of the verifier); replying on the default topic',
+      { requestId, refused: route.refusedTopic, reason: route.refusedBecause },
+      `kafka_replyTopic refused (${route.refusedBecause}); replying on the default topic`,
     );
   } else if (route.topic !== config.repliesTopic) {
     const partitions = await customTopicPartitions(route.topic, requestId, deps, partitionCount);
     if (partitions === 0) {
       logger.warn(
-        { requestId, topic: route.topic },
+        { requestId: clip(requestId), topic: route.topic },
         'reply topic does not exist; replying on the default topic',
       );
     }
@@ -170,7 +183,7 @@ async function replyRecord(
     const partitions = await partitionCount(route.topic);
     if (route.partition < 0 || route.partition >= partitions) {
       logger.warn(
-        { requestId, topic: route.topic, partition: route.partition, partitions },
+        { requestId: clip(requestId), topic: route.topic, partition: route.partition, partitions },
         'kafka_replyPartition out of range for the reply topic; replying on the partition of the key',
       );
       delete route.partition;
@@ -326,7 +339,9 @@ export async function handleRequest(
   if (record.unreadableBatch) return [unreadableBatchCopy(record, record.unreadableBatch, deps)];
   const now = deps.now ?? Date.now;
   const { config, metrics, logger } = deps;
-  const key = record.key?.toString('utf8') || null;
+  // A key over MAX_KEY_BYTES is no usable id (parse refuses it): that request goes to the DLQ.
+  const key =
+    record.key === null || record.key.length > MAX_KEY_BYTES ? null : record.key.toString('utf8') || null;
   const parsed = await parse(record, deps);
   const out: OutgoingRecord[] = [];
   let result: VerificationResult | undefined;
@@ -386,7 +401,8 @@ export async function handleRequest(
     } else {
       // Checked first: masking the IBAN for a line that is not written would cost every verification.
       const debug = logger.isLevelEnabled('debug');
-      if (debug) logger.debug({ requestId, iban: maskIban(request.iban) }, 'asking upstream');
+      if (debug)
+        logger.debug({ requestId: clip(requestId), iban: maskIban(request.iban) }, 'asking upstream');
       const started = performance.now();
       metrics.inFlight.inc();
       try {
@@ -415,7 +431,10 @@ export async function handleRequest(
         metrics.inFlight.dec();
       }
       if (debug)
-        logger.debug({ requestId, iban: maskIban(request.iban), outcome: result.outcome }, 'verified');
+        logger.debug(
+          { requestId: clip(requestId), iban: maskIban(request.iban), outcome: result.outcome },
+          'verified',
+        );
     }
   }
 

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { LRUCache } from 'lru-cache';
 import { Registry } from 'prom-client';
 import { createApiClient } from '../api/index.ts';
 import type { VerifierConfig } from '../config/index.ts';
@@ -19,6 +20,12 @@ const DLQ_HEADROOM_BYTES = 16 * 1024;
 /** Kafka's `message.max.bytes` default (1 MiB + 12), and the largest value a topic config takes. */
 const BROKER_DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
 const INT32_MAX = 2 ** 31 - 1;
+/**
+ * How many custom reply topics' encoders are kept, the least recently used dropped first (made
+ * again, a registry call, on its next reply): the topics are the requesters' choice. The default
+ * reply topic's encoder is kept apart, always.
+ */
+export const REPLY_ENCODER_CACHE_MAX = 1000;
 
 export {
   createVerificationClient,
@@ -121,17 +128,24 @@ async function wire(
     log,
     signal,
   );
-  const encoders = new Map<string, Promise<Encoder<VerificationResult>>>();
+  const encoderOf = (topic: string) =>
+    registry.encoder<VerificationResult>(topic, loadSchema(SchemaNames.VerificationResult));
+  const defaultEncoder = await retriedAtStartUp(() => encoderOf(v.repliesTopic), log, signal);
+  const encoders = new LRUCache<string, Promise<Encoder<VerificationResult>>>({
+    max: REPLY_ENCODER_CACHE_MAX,
+  });
   const replyEncoder = (topic: string) => {
+    if (topic === v.repliesTopic) return Promise.resolve(defaultEncoder);
     let encoder = encoders.get(topic);
     if (!encoder) {
-      encoder = registry.encoder<VerificationResult>(topic, loadSchema(SchemaNames.VerificationResult));
-      encoder.catch(() => encoders.delete(topic));
+      encoder = encoderOf(topic);
+      encoder.catch(() => {
+        if (encoders.get(topic) === encoder) encoders.delete(topic);
+      });
       encoders.set(topic, encoder);
     }
     return encoder;
   };
-  await retriedAtStartUp(() => replyEncoder(v.repliesTopic), log, signal);
   const partitionCount = cachedPartitionCounts(
     (topic) => admin.partitionCount(topic),
     PARTITION_COUNT_TTL_MS,

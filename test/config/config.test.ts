@@ -155,6 +155,28 @@ describe('configuration', () => {
     expect(config.verifier.replyTopicsAllowed.test('payments.replies')).toBe(false);
   });
 
+  it('matches VERIFY_REPLY_TOPICS against whole names only, and lists the connector topics no reply may go to', () => {
+    const config = loadVerifierConfig({
+      ...minimal,
+      VERIFY_REPLY_TOPICS: 'vop\\.verification\\.replies\\.',
+      ALERTS_TOPIC: 'team.alerts',
+    });
+    const allowed = config.verifier.replyTopicsAllowed;
+    expect(allowed.test('vop.verification.replies.')).toBe(true);
+    expect(allowed.test('x.vop.verification.replies.y')).toBe(false);
+    expect(allowed.test('vop.verification.replies.team-a')).toBe(false);
+    expect(
+      loadVerifierConfig({ ...minimal, VERIFY_REPLY_TOPICS: 'a|b' }).verifier.replyTopicsAllowed.test('ab'),
+    ).toBe(false);
+    expect(config.verifier.ownTopics).toEqual([
+      'vop.verification.requests.v1',
+      'vop.verification.requests.dlq.v1',
+      'team.alerts',
+      'fraud.alerts.dlq.v1',
+      'fraudlink.connector.offsets',
+    ]);
+  });
+
   it("takes one of Kafka's codecs for KAFKA_COMPRESSION, none by default, and refuses any other", () => {
     expect(loadVerifierConfig(minimal).kafka.compression).toBe('none');
     expect(loadReplayConfig({ ...minimal, KAFKA_COMPRESSION: 'zstd' }).kafka.compression).toBe('zstd');

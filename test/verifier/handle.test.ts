@@ -227,7 +227,7 @@ describe('handleRequest when the broker refuses a reply topic', () => {
     expect((await metrics.refusedReplyTopics.get()).values[0]?.value).toBe(2);
     expect(out.lines.map((l) => [l.msg, l.refused])).toEqual([
       [
-        "the broker refuses kafka_replyTopic's metadata (no Describe ACL for the verifier); replying on the default topic",
+        "the broker refuses kafka_replyTopic's metadata (no Describe ACL for the verifier, an invalid name, ...); replying on the default topic",
         teamA,
       ],
       ['kafka_replyTopic refused by the broker lately; replying on the default topic', teamA],
@@ -588,5 +588,101 @@ describe('handleRequest deadlines', () => {
       outcome: 'INVALID_REQUEST',
       error: { code: 'REQUEST_DEADLINE_INVALID', message: expect.stringContaining('vop-deadline') },
     });
+  });
+});
+
+describe('handleRequest on requests over a limit', () => {
+  /** The handler with an upstream that must not be called, and its log lines and metrics. */
+  function untouched() {
+    const out = logCapture();
+    const upstream: unknown[] = [];
+    const d = deps({
+      api: {
+        verify: async (body) => {
+          upstream.push(body);
+          return { partyNameMatch: 'MTCH' };
+        },
+      },
+      logger: createLogger({ level: 'debug', destination: out.stream }),
+    });
+    return { d, upstream, out };
+  }
+  const replyOf = (record: { value: Buffer | null } | undefined) =>
+    JSON.parse(record?.value?.toString() ?? '');
+
+  it('sends a request whose key is too long to be its id to the DLQ only, with REQUEST_KEY_TOO_LONG, asking nothing', async () => {
+    const { d, upstream, out } = untouched();
+    const record = { ...jsonRequest(), key: Buffer.alloc(400_000, 'k') };
+    const records = await handleRequest(record, d);
+    expect(records).toEqual([
+      expect.objectContaining({
+        topic: config.verifier.dlqTopic,
+        key: record.key,
+        headers: expect.objectContaining({ 'error-code': 'REQUEST_KEY_TOO_LONG' }),
+      }),
+    ]);
+    expect(upstream).toEqual([]);
+    expect(JSON.stringify(out.lines)).not.toContain('kkkk');
+  });
+
+  it('answers a 400 KB correlation id INVALID_REQUEST, echoing the request id instead, asking nothing', async () => {
+    const { d, upstream } = untouched();
+    const record = jsonRequest({ kafka_correlationId: Buffer.alloc(400_000, 'c') });
+    const [reply, ...more] = await handleRequest(record, d);
+    expect(more).toEqual([]);
+    expect(reply?.topic).toBe(config.verifier.repliesTopic);
+    expect(reply?.headers?.kafka_correlationId).toEqual(Buffer.from('req-1'));
+    expect(replyOf(reply)).toMatchObject({
+      outcome: 'INVALID_REQUEST',
+      error: { code: 'REQUEST_CORRELATION_ID_TOO_LONG' },
+    });
+    expect(batchBytes([reply as never])).toBeLessThan(2_000);
+    expect(upstream).toEqual([]);
+  });
+
+  it.each([
+    ['a 1 MB name', { partyName: 'x'.repeat(1_000_000) }, 'REQUEST_NAME_TOO_LONG'],
+    ['a 100-character IBAN', { iban: `DE89${'3'.repeat(96)}` }, 'REQUEST_IBAN_TOO_LONG'],
+    ['a 400 KB requestId', { requestId: 'r'.repeat(400_000) }, 'REQUEST_ID_TOO_LONG'],
+  ])('answers %s INVALID_REQUEST with its code, asking nothing', async (_what, change, code) => {
+    const { d, upstream } = untouched();
+    const record = jsonRequest();
+    record.value = Buffer.from(
+      JSON.stringify({
+        requestId: 'req-1',
+        iban: IBAN,
+        partyName: 'Anna',
+        requestedAt: Date.now(),
+        ...change,
+      }),
+    );
+    const [reply] = await handleRequest(record, d);
+    expect(replyOf(reply)).toMatchObject({ outcome: 'INVALID_REQUEST', error: { code } });
+    expect(batchBytes([reply as never])).toBeLessThan(2_000);
+    expect(upstream).toEqual([]);
+  });
+
+  it('replies on the default topic to a kafka_replyTopic with a space, warning why and counting it', async () => {
+    const { d, out } = untouched();
+    const looked: string[] = [];
+    d.partitionCount = async (topic) => {
+      looked.push(topic);
+      return 3;
+    };
+    const [reply] = await handleRequest(
+      jsonRequest({ kafka_replyTopic: Buffer.from('vop.verification.replies.x y') }),
+      d,
+    );
+    expect(reply?.topic).toBe(config.verifier.repliesTopic);
+    expect(replyOf(reply)).toMatchObject({ outcome: 'COMPLETED' });
+    expect(looked).toEqual([]);
+    expect((await d.metrics.refusedReplyTopics.get()).values[0]?.value).toBe(1);
+    expect(out.lines.filter((l) => String(l.msg).startsWith('kafka_replyTopic'))).toEqual([
+      expect.objectContaining({
+        msg: 'kafka_replyTopic refused (not a legal Kafka topic name); replying on the default topic',
+        refused: 'vop.verification.replies.x y',
+        reason: 'not a legal Kafka topic name',
+      }),
+    ]);
   });
 });

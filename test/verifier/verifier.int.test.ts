@@ -287,6 +287,8 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     await producer.send([{ ...request, headers: { ...request.headers, kafka_replyTopic: typo } }]);
     const [reply] = await replies.until((r) => r.length >= 1);
     expect(reply?.key?.toString()).toBe('typo-1');
+    // Not created by the lookup nor by a write (no producer or client may auto-create a topic).
+    expect(await h.admin.partitionCount(typo)).toBe(0);
     verifier.child.kill('SIGTERM');
     expect(await verifier.exited).toBe(0);
     expect(verifier.stderr()).toContain('reply topic does not exist');

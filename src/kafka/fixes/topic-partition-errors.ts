@@ -22,9 +22,11 @@ import { installOnce, type KafkajsFixState } from './state.ts';
  * OPERATION_NOT_ATTEMPTED, which kafkajs may throw first: the refusal is in `topicErrors`. Metadata
  * answers per topic too: a topic the client may not Describe is TOPIC_AUTHORIZATION_FAILED there,
  * before any Produce (a send looks its topics up first, and so does `partitionCount`).
- * `refusedTopicsOf` (errors.ts) gives the topics that refused the records for good
- * (TOPIC_AUTHORIZATION_FAILED, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_RECORD,
- * INVALID_TIMESTAMP).
+ * `refusedTopicsOf` (errors.ts) gives the topics that refused the records for good: any error Kafka
+ * does not call retriable (TOPIC_AUTHORIZATION_FAILED, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE,
+ * INVALID_RECORD, INVALID_TIMESTAMP, INVALID_TOPIC_EXCEPTION, POLICY_VIOLATION, ...) and
+ * UNKNOWN_TOPIC_OR_PARTITION (a topic deleted), but not the producer's own state (fencing, sequence
+ * numbers, the transactional id's ACL).
  *
  * Test: test/kafka/topic-errors.test.ts, "produce and metadata errors naming their topic partitions"
  * › "names each topic whose partitions refused a Produce, and no topic for an error any topic may get";
