@@ -365,7 +365,7 @@ describe('configuration', () => {
     expect(loadReplayConfig({ KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r' }).alertsTopic).toBe(
       'fraud.alerts.v1',
     );
-    expect(loadApiConfig({ API_BASE_URL: 'http://x', API_KEY: 'k' }).api.key).toBe('k');
+    expect(loadApiConfig({ API_BASE_URL: 'https://x', API_KEY: 'k' }).api.key).toBe('k');
     expect(problemsOf(() => loadReplayConfig({})).map((p) => p.variable)).toEqual([
       'KAFKA_BROKERS',
       'SCHEMA_REGISTRY_URL',
@@ -400,7 +400,9 @@ describe('configuration', () => {
       { variable: 'CONNECTOR_OFFSETS_TOPIC', message: 'must name a different topic from ALERTS_TOPIC' },
     ]);
     expect(
-      problemsOf(() => loadCursorConfig({ KAFKA_BROKERS: 'k:1', KAFKA_SASL_MECHANISM: 'plain' })),
+      problemsOf(() =>
+        loadCursorConfig({ KAFKA_BROKERS: 'k:1', KAFKA_SSL: 'true', KAFKA_SASL_MECHANISM: 'plain' }),
+      ),
     ).toEqual([
       { variable: 'KAFKA_SASL_USERNAME', message: 'is required when any KAFKA_SASL_* variable is set' },
       { variable: 'KAFKA_SASL_PASSWORD', message: 'is required when any KAFKA_SASL_* variable is set' },
