@@ -9,8 +9,8 @@ import {
   loadSandboxConfig,
   loadVerifierConfig,
 } from '../../src/config/index.ts';
-import { ConfigError } from '../../src/errors.ts';
 import { runCli } from '../helpers/cli.ts';
+import { problemsOf as problemsOfLoad } from './problems.ts';
 
 const minimal = {
   API_BASE_URL: 'https://psp.example/api',
@@ -28,16 +28,12 @@ const registryAuth = {
   SCHEMA_REGISTRY_PASSWORD: 'registry-secret-pw',
 };
 
+/** The problems of loading, and that its message holds none of the secrets above. */
 function problemsOf(fn: () => unknown): { variable: string; message: string }[] {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    for (const secret of ['kafka-secret-pw', 'registry-secret-pw', 'super-secret-key-123'])
-      expect((err as Error).message).not.toContain(secret);
-    return [...(err as ConfigError).problems];
-  }
-  throw new Error('expected a ConfigError');
+  const problems = problemsOfLoad(fn);
+  for (const secret of ['kafka-secret-pw', 'registry-secret-pw', 'super-secret-key-123'])
+    expect(JSON.stringify(problems)).not.toContain(secret);
+  return problems;
 }
 
 const allow =

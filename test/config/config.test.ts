@@ -8,7 +8,7 @@ import {
   loadSandboxConfig,
   loadVerifierConfig,
 } from '../../src/config/index.ts';
-import { ConfigError } from '../../src/errors.ts';
+import { problemsOf } from './problems.ts';
 import { writeTlsFiles } from './tls-files.ts';
 
 const minimal = {
@@ -17,16 +17,6 @@ const minimal = {
   KAFKA_BROKERS: 'k1:9092, k2:9092',
   SCHEMA_REGISTRY_URL: 'http://registry:8081/apis/ccompat/v7',
 };
-
-function problemsOf(fn: () => unknown): { variable: string; message: string }[] {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return [...(err as ConfigError).problems];
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('configuration', () => {
   it('applies the SPEC defaults and normalises values', () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRetriable, SchemaRegistryError } from '../../src/errors.ts';
 import { createSchemaRegistry } from '../../src/kafka/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
+import { ALERT_UPSERTED } from '../helpers/registry.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';
 import { testPki, tlsProxy } from '../helpers/tls.ts';
 
@@ -11,17 +12,7 @@ beforeAll(async () => {
 });
 afterAll(() => pki.remove());
 
-const event = {
-  eventId: 'e'.repeat(64),
-  alertId: 'a-1',
-  iban: 'DE89370400440532013000',
-  bic: null,
-  qualification: 'CONFIRMED',
-  qualificationRaw: null,
-  reportsCount: 2,
-  updatedAt: 1795339800123,
-  observedAt: 1795339900456,
-};
+const event = ALERT_UPSERTED;
 
 // The shared Apicurio behind a TLS front (test/helpers/tls.ts): TLS ends at the front, whose
 // certificate a test CA signed, and the HTTP goes on to the registry as it is.
