@@ -62,6 +62,24 @@ export class ConfigError extends FraudlinkError {
   }
 }
 
+/**
+ * The upstream answered with the sandbox's mark (`x-fraudlink-sandbox: 1`) to a component that does
+ * not take the sandbox (ALLOW_SANDBOX_UPSTREAM unset): API_BASE_URL names the sandbox, whose
+ * synthetic alerts and names must never reach production topics. A configuration error (exit 2).
+ */
+export class SandboxUpstreamError extends ConfigError {
+  constructor(baseUrl: string) {
+    super([
+      {
+        variable: 'API_BASE_URL',
+        message:
+          `${baseUrl} answers as the fraudlink sandbox (x-fraudlink-sandbox: 1), not the real service; ` +
+          'set ALLOW_SANDBOX_UPSTREAM=true to use the sandbox',
+      },
+    ]);
+  }
+}
+
 /** A command-line argument is missing or invalid. */
 export class UsageError extends FraudlinkError {
   readonly code = ErrorCodes.USAGE;

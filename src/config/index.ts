@@ -1,4 +1,6 @@
 import { ConfigError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { clearTextCheck } from './clear-text.ts';
 import {
   alertsEnv,
   apiEnv,
@@ -7,10 +9,11 @@ import {
   DEFAULT_DEADLINE_MS,
   kafkaEnv,
   registryEnv,
+  sandboxUpstreamEnv,
   verifierEnv,
   z,
 } from './schema.ts';
-import { kafkaTlsProblems, tlsProblems } from './tls.ts';
+import { API_TLS, kafkaTlsProblems, REGISTRY_TLS, tlsProblems } from './tls.ts';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -63,10 +66,23 @@ export interface KafkaConfig {
 export interface RegistryConfig {
   url: string;
   auth?: { username: string; password: string };
+  /** SCHEMA_REGISTRY_TLS_*: PEM files, read when the client is made. */
+  tls?: { caFile?: string; certFile?: string; keyFile?: string };
 }
 
 export interface LoggingConfig {
   logLevel: string;
+  /**
+   * What travels in clear because ALLOW_INSECURE_TRANSPORT=true let it: each process logs it as a
+   * warning at start (warnOfClearText). Empty or absent otherwise.
+   */
+  inClear?: readonly string[];
+}
+
+/** The connector's and the verifier's: ALLOW_SANDBOX_UPSTREAM. */
+export interface UpstreamGuardConfig {
+  /** Whether an upstream answering with the sandbox's mark is taken (true) or stops the process. */
+  allowSandboxUpstream: boolean;
 }
 
 /** The services' (connector, verifier): they serve /metrics, /healthz and /readyz. */
@@ -81,7 +97,7 @@ export interface AlertsTopicsConfig {
   replicationFactor: number;
 }
 
-export interface ConnectorConfig extends CommonConfig {
+export interface ConnectorConfig extends CommonConfig, UpstreamGuardConfig {
   api: ApiConfig;
   kafka: KafkaConfig;
   registry: RegistryConfig;
@@ -96,7 +112,7 @@ export interface ConnectorConfig extends CommonConfig {
   };
 }
 
-export interface VerifierConfig extends CommonConfig {
+export interface VerifierConfig extends CommonConfig, UpstreamGuardConfig {
   api: ApiConfig;
   kafka: KafkaConfig;
   registry: RegistryConfig;
@@ -250,6 +266,13 @@ function registryOf(e: z.output<z.ZodObject<typeof registryEnv>>): RegistryConfi
   if (e.SCHEMA_REGISTRY_USERNAME && e.SCHEMA_REGISTRY_PASSWORD) {
     registry.auth = { username: e.SCHEMA_REGISTRY_USERNAME, password: e.SCHEMA_REGISTRY_PASSWORD };
   }
+  if (e.SCHEMA_REGISTRY_TLS_CA || e.SCHEMA_REGISTRY_TLS_CERT || e.SCHEMA_REGISTRY_TLS_KEY) {
+    registry.tls = {
+      ...(e.SCHEMA_REGISTRY_TLS_CA && { caFile: e.SCHEMA_REGISTRY_TLS_CA }),
+      ...(e.SCHEMA_REGISTRY_TLS_CERT && { certFile: e.SCHEMA_REGISTRY_TLS_CERT }),
+      ...(e.SCHEMA_REGISTRY_TLS_KEY && { keyFile: e.SCHEMA_REGISTRY_TLS_KEY }),
+    };
+  }
   return registry;
 }
 
@@ -297,12 +320,6 @@ function crossCheck(env: Env): Problem[] {
   const problems: Problem[] = [];
   const set = (k: string) => (env[k] ?? '').trim() !== '';
   problems.push(...kafkaSaslProblems(env));
-  if (set('API_TLS_CERT') !== set('API_TLS_KEY')) {
-    problems.push({
-      variable: set('API_TLS_CERT') ? 'API_TLS_KEY' : 'API_TLS_CERT',
-      message: 'API_TLS_CERT and API_TLS_KEY go together',
-    });
-  }
   if (set('SCHEMA_REGISTRY_USERNAME') !== set('SCHEMA_REGISTRY_PASSWORD')) {
     problems.push({
       variable: set('SCHEMA_REGISTRY_USERNAME') ? 'SCHEMA_REGISTRY_PASSWORD' : 'SCHEMA_REGISTRY_USERNAME',
@@ -367,7 +384,7 @@ function load<S extends z.ZodRawShape, T>(
   shape: S,
   distinctTopics: readonly (keyof S & string)[],
   build: (e: z.output<z.ZodObject<S>>) => T,
-): T {
+): T & { inClear?: readonly string[] } {
   let parsed: z.output<z.ZodObject<S>> | undefined;
   const problems: Problem[] = [];
   try {
@@ -377,24 +394,37 @@ function load<S extends z.ZodRawShape, T>(
     problems.push(...err.problems);
   }
   // Only the rules of this command's variables: the sandbox reads LOG_LEVEL alone.
+  const clearText = clearTextCheck(env, shape);
   const rules = [
     ...crossCheck(env),
-    ...('API_BASE_URL' in shape ? tlsProblems(env) : []),
+    ...('API_BASE_URL' in shape ? tlsProblems(env, API_TLS) : []),
+    ...('SCHEMA_REGISTRY_URL' in shape ? tlsProblems(env, REGISTRY_TLS) : []),
     ...('KAFKA_BROKERS' in shape ? kafkaTlsProblems(env) : []),
+    ...clearText.problems,
   ];
   const own = rules.filter((p) => p.variable in shape);
   problems.push(...own, ...topicClashes(env, shape, distinctTopics));
   if (parsed === undefined || problems.length > 0) throw new ConfigError(problems);
-  return freeze(build(parsed));
+  const { inClear } = clearText;
+  return freeze({ ...build(parsed), ...(inClear.length > 0 && { inClear }) });
 }
 
 /** The connector's topics, which must be three different ones. */
 const CONNECTOR_TOPICS = ['ALERTS_TOPIC', 'ALERTS_DLQ_TOPIC', 'CONNECTOR_OFFSETS_TOPIC'] as const;
 
 export function loadConnectorConfig(env: Env): ConnectorConfig {
-  const shape = { ...apiEnv, ...kafkaEnv, ...registryEnv, ...alertsEnv, ...connectorEnv, ...commonEnv };
+  const shape = {
+    ...apiEnv,
+    ...sandboxUpstreamEnv,
+    ...kafkaEnv,
+    ...registryEnv,
+    ...alertsEnv,
+    ...connectorEnv,
+    ...commonEnv,
+  };
   return load(env, shape, CONNECTOR_TOPICS, (e) => ({
     ...common(e),
+    allowSandboxUpstream: e.ALLOW_SANDBOX_UPSTREAM,
     api: apiOf(e),
     kafka: kafkaOf(e),
     registry: registryOf(e),
@@ -449,6 +479,7 @@ export function loadVerifierConfig(env: Env): VerifierConfig {
     env,
     {
       ...apiEnv,
+      ...sandboxUpstreamEnv,
       ...kafkaEnv,
       ...registryEnv,
       ...verifierEnv,
@@ -462,6 +493,7 @@ export function loadVerifierConfig(env: Env): VerifierConfig {
     ['VERIFY_REQUESTS_TOPIC', 'VERIFY_REPLIES_TOPIC', 'VERIFY_DLQ_TOPIC'],
     (e) => ({
       ...common(e),
+      allowSandboxUpstream: e.ALLOW_SANDBOX_UPSTREAM,
       api: apiOf(e),
       kafka: kafkaOf(e),
       registry: registryOf(e),
@@ -529,7 +561,31 @@ export function loadApiConfig(env: Env): ApiOnlyConfig {
   );
 }
 
-/** The sandbox's one variable; its other settings are command-line flags. */
-export function loadSandboxConfig(env: Env): { logLevel: string } {
-  return load(env, { LOG_LEVEL: commonEnv.LOG_LEVEL }, [], (e) => ({ logLevel: e.LOG_LEVEL }));
+/**
+ * The sandbox's variables: its log level, and SANDBOX_ADMIN_TOKEN (as --admin-token, which wins);
+ * its other settings are command-line flags.
+ */
+export function loadSandboxConfig(env: Env): { logLevel: string; adminToken?: string } {
+  return load(
+    env,
+    { LOG_LEVEL: commonEnv.LOG_LEVEL, SANDBOX_ADMIN_TOKEN: apiEnv.API_KEY.optional() },
+    [],
+    (e) => ({
+      logLevel: e.LOG_LEVEL,
+      ...(e.SANDBOX_ADMIN_TOKEN !== undefined && { adminToken: e.SANDBOX_ADMIN_TOKEN }),
+    }),
+  );
+}
+
+/**
+ * Logs, once at start, what travels in clear because ALLOW_INSECURE_TRANSPORT=true let it: nothing
+ * when nothing does.
+ */
+export function warnOfClearText(logger: Pick<Logger, 'warn'>, config: LoggingConfig): void {
+  const inClear = config.inClear ?? [];
+  if (inClear.length === 0) return;
+  logger.warn(
+    { inClear, variable: 'ALLOW_INSECURE_TRANSPORT' },
+    `ALLOW_INSECURE_TRANSPORT=true: travelling in clear: ${inClear.join('; ')}`,
+  );
 }

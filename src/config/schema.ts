@@ -105,8 +105,18 @@ const compression = z.enum(['none', 'gzip', 'snappy', 'lz4', 'zstd'], {
   message: 'must be none, gzip, snappy, lz4 or zstd',
 });
 
+/**
+ * Read by every command that reads a transport's variables (upstream, Kafka, registry): it lets
+ * clear text through (config/clear-text.ts).
+ */
+const insecureTransportEnv = { ALLOW_INSECURE_TRANSPORT: flag.default(false) };
+
+/** Read by the connector and the verifier: they refuse an upstream that answers as the sandbox. */
+export const sandboxUpstreamEnv = { ALLOW_SANDBOX_UPSTREAM: flag.default(false) };
+
 /** Variables of the upstream HTTP service. */
 export const apiEnv = {
+  ...insecureTransportEnv,
   API_BASE_URL: baseUrl,
   API_KEY: apiKey,
   API_TLS_CERT: text.optional(),
@@ -117,6 +127,7 @@ export const apiEnv = {
 
 /** Variables of the Kafka cluster. */
 export const kafkaEnv = {
+  ...insecureTransportEnv,
   KAFKA_BROKERS: brokerList,
   KAFKA_CLIENT_ID: text.default('fraudlink'),
   /** Unset: on when a KAFKA_TLS_* file is given, else off (config/index.ts). */
@@ -136,9 +147,13 @@ export const kafkaEnv = {
 
 /** Variables of the schema registry (the Avro topics; the connector's cursor is JSON). */
 export const registryEnv = {
+  ...insecureTransportEnv,
   SCHEMA_REGISTRY_URL: httpUrl,
   SCHEMA_REGISTRY_USERNAME: text.optional(),
   SCHEMA_REGISTRY_PASSWORD: text.optional(),
+  SCHEMA_REGISTRY_TLS_CA: text.optional(),
+  SCHEMA_REGISTRY_TLS_CERT: text.optional(),
+  SCHEMA_REGISTRY_TLS_KEY: text.optional(),
 };
 
 export const alertsEnv = {

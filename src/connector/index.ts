@@ -109,6 +109,7 @@ async function wire(
       timeoutMs: config.api.timeoutMs,
       cursorParam: config.connector.cursorParam,
       ...(config.api.tls && { tls: config.api.tls }),
+      sandboxUpstream: config.allowSandboxUpstream ? 'allow' : 'refuse',
     },
     schemas: {
       AlertUpserted: { schemaId: encoders.AlertUpserted.schemaId, subject: encoders.AlertUpserted.subject },

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { Agent as HttpsAgent } from 'node:https';
 import { COMPATIBILITY, SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import type avro from 'avsc';
 import { LRUCache } from 'lru-cache';
@@ -155,6 +157,28 @@ export function retriedAtStartUp<T>(
   });
 }
 
+/**
+ * The HTTPS agent of SCHEMA_REGISTRY_TLS_*: the CA that signed the registry's certificate (the
+ * system's CAs otherwise) and the client certificate of mutual TLS. The files were checked at start
+ * (config/tls.ts); one gone since is a SchemaRegistryError naming its variable. Keep-alive, as Node's
+ * default agent.
+ */
+function tlsAgent(tls: NonNullable<RegistryConfig['tls']>): HttpsAgent {
+  const read = (file: string | undefined, variable: string): Buffer | undefined => {
+    if (file === undefined) return undefined;
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      const reason = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+      throw new SchemaRegistryError(`${variable}: cannot read the file it names (${reason})`, { cause: err });
+    }
+  };
+  const ca = read(tls.caFile, 'SCHEMA_REGISTRY_TLS_CA');
+  const cert = read(tls.certFile, 'SCHEMA_REGISTRY_TLS_CERT');
+  const key = read(tls.keyFile, 'SCHEMA_REGISTRY_TLS_KEY');
+  return new HttpsAgent({ keepAlive: true, ...(ca && { ca }), ...(cert && { cert }), ...(key && { key }) });
+}
+
 export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegistryClient {
   const args: ConstructorParameters<typeof SchemaRegistry>[0] = {
     host: options.url,
@@ -162,6 +186,7 @@ export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegi
     middlewares: [timeoutMiddleware(options.timeoutMs ?? REGISTRY_TIMEOUT_MS)],
   };
   if (options.auth) args.auth = options.auth;
+  if (options.tls) args.agent = tlsAgent(options.tls);
   const registry = new SchemaRegistry(args, { forSchemaOptions: avroOptions() });
   const compatibility = COMPATIBILITY[options.compatibility ?? 'BACKWARD'];
   // `GET /subjects` and `GET /schemas/ids/{id}` through the client's own HTTP stack (auth, timeout,

@@ -424,8 +424,9 @@ export async function handleRequest(
         const latency = Math.round(performance.now() - started);
         const code = err instanceof FraudlinkError ? err.code : 'UPSTREAM_FAILED';
         // Refused credentials fail every request alike: stop (exit 3, SPEC §4) rather than answer FAILED
-        // to all of them. The request stays uncommitted and is answered once the key is fixed.
-        if (code === 'UPSTREAM_UNAUTHORIZED') throw err;
+        // to all of them. The request stays uncommitted and is answered once the key is fixed. So
+        // does an upstream that is the sandbox (exit 2): its made-up answer is no reply to commit.
+        if (code === 'UPSTREAM_UNAUTHORIZED' || code === 'CONFIG_INVALID') throw err;
         result = failed(requestId, 'FAILED', { code, message: (err as Error).message }, now(), latency);
       } finally {
         metrics.inFlight.dec();

@@ -156,6 +156,7 @@ async function wire(
     timeoutMs: config.api.timeoutMs,
     logger: log,
     ...(config.api.tls && { tls: config.api.tls }),
+    sandboxUpstream: config.allowSandboxUpstream ? 'allow' : 'refuse',
   });
   created(api, (a) => a.close());
   const metricsRegistry = new Registry();

@@ -8,7 +8,7 @@ import {
   loadSandboxConfig,
   loadVerifierConfig,
 } from '../../src/config/index.ts';
-import { ConfigError } from '../../src/errors.ts';
+import { problemsOf } from './problems.ts';
 import { writeTlsFiles } from './tls-files.ts';
 
 const minimal = {
@@ -17,16 +17,6 @@ const minimal = {
   KAFKA_BROKERS: 'k1:9092, k2:9092',
   SCHEMA_REGISTRY_URL: 'http://registry:8081/apis/ccompat/v7',
 };
-
-function problemsOf(fn: () => unknown): { variable: string; message: string }[] {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return [...(err as ConfigError).problems];
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('configuration', () => {
   it('applies the SPEC defaults and normalises values', () => {
@@ -387,7 +377,7 @@ describe('configuration', () => {
     expect(loadReplayConfig({ KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r' }).alertsTopic).toBe(
       'fraud.alerts.v1',
     );
-    expect(loadApiConfig({ API_BASE_URL: 'http://x', API_KEY: 'k' }).api.key).toBe('k');
+    expect(loadApiConfig({ API_BASE_URL: 'https://x', API_KEY: 'k' }).api.key).toBe('k');
     expect(problemsOf(() => loadReplayConfig({})).map((p) => p.variable)).toEqual([
       'KAFKA_BROKERS',
       'SCHEMA_REGISTRY_URL',
@@ -422,7 +412,9 @@ describe('configuration', () => {
       { variable: 'CONNECTOR_OFFSETS_TOPIC', message: 'must name a different topic from ALERTS_TOPIC' },
     ]);
     expect(
-      problemsOf(() => loadCursorConfig({ KAFKA_BROKERS: 'k:1', KAFKA_SASL_MECHANISM: 'plain' })),
+      problemsOf(() =>
+        loadCursorConfig({ KAFKA_BROKERS: 'k:1', KAFKA_SSL: 'true', KAFKA_SASL_MECHANISM: 'plain' }),
+      ),
     ).toEqual([
       { variable: 'KAFKA_SASL_USERNAME', message: 'is required with KAFKA_SASL_MECHANISM=plain' },
       { variable: 'KAFKA_SASL_PASSWORD', message: 'is required with KAFKA_SASL_MECHANISM=plain' },

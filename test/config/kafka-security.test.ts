@@ -21,7 +21,7 @@ const f = useTlsFiles();
 /** The problems of loading `env` (reasons in brackets dropped); the message holds no path nor secret. */
 function refused(env: Record<string, string>): { variable: string; message: string }[] {
   return problemsHiding(
-    () => loadCursorConfig({ ...kafka, ...env }),
+    () => loadCursorConfig({ ...kafka, KAFKA_SSL: 'true', ...env }),
     [f.dir, oauth.KAFKA_SASL_OAUTH_CLIENT_SECRET],
   );
 }

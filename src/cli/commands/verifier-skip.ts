@@ -1,10 +1,8 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { loadVerifierSkipConfig } from '../../config/index.ts';
-
 import { createKafkaClient } from '../../kafka/index.ts';
-import { createLogger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
-import { unlessSignalled } from '../options.ts';
+import { commandLogger, unlessSignalled } from '../options.ts';
 
 const partitionNumber = (value: string): number => {
   if (!/^\d{1,9}$/.test(value)) throw new InvalidArgumentError(`"${value}" is not a partition number`);
@@ -47,7 +45,7 @@ export function registerVerifierSkipCommand(verifier: Command, ctx: CliContext):
     .addHelpText('after', SKIP_HELP)
     .action(async (opts: { partition: number; offset: string; reason: string }) => {
       const config = loadVerifierSkipConfig(ctx.env);
-      const logger = createLogger({ level: config.logLevel });
+      const logger = commandLogger(config);
       const kafka = createKafkaClient({ config: config.kafka, logger });
       const { skipRecord } = await import('../../verifier/skip.ts');
       const request = { partition: opts.partition, offset: opts.offset, reason: opts.reason };

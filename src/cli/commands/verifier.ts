@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
 import { loadVerifierConfig } from '../../config/index.ts';
-import { createLogger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
-import { nonEmpty, serveUntilSignal } from '../options.ts';
+import { commandLogger, nonEmpty, serveUntilSignal } from '../options.ts';
 import { registerVerifierSkipCommand } from './verifier-skip.ts';
 
 export function registerVerifierCommand(program: Command, ctx: CliContext): void {
@@ -22,7 +21,7 @@ export function registerVerifierCommand(program: Command, ctx: CliContext): void
     )
     .action(async (opts: { instanceId?: string }) => {
       const config = loadVerifierConfig(ctx.env);
-      const logger = createLogger({ level: config.logLevel });
+      const logger = commandLogger(config);
       const { startVerifier } = await import('../../verifier/index.ts');
       await serveUntilSignal(
         (signal) => startVerifier(config, logger, { signal, instanceId: opts.instanceId }),
