@@ -90,6 +90,11 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
     // With resumeOnRejoin, positioned too: a fetch that failed before resolving them does not count.
     if (assigned && (!options.resumeOnRejoin || unpositioned.length === 0)) joined.resolve();
   });
+  if (options.onActivity) {
+    const onActivity = options.onActivity;
+    consumer.on(consumer.events.FETCH_START, () => onActivity());
+    consumer.on(consumer.events.HEARTBEAT, () => onActivity());
+  }
   consumer.on(consumer.events.CRASH, (event) => {
     const { error, restart } = event.payload;
     membership = undefined; // kafkajs has left the group

@@ -165,6 +165,14 @@ export async function startKafka(options: {
       cause: err,
     });
   }
+  return launchKafka(options, port);
+}
+
+/** Starts the broker whose storage and settings `options.dir` holds, and waits until it answers. */
+async function launchKafka(
+  options: { java: string; libs: string; dir: string; ownerPid?: number },
+  port: number,
+): Promise<KafkaNode> {
   const logFile = join(options.dir, 'kafka.log');
   const { pid } = spawnJvm(
     options.java,
@@ -172,11 +180,11 @@ export async function startKafka(options: {
       '-Xms256m',
       '-Xmx1g',
       ...KAFKA_JVM_PERFORMANCE_OPTS,
-      `-Dlog4j2.configurationFile=${log4j}`,
+      `-Dlog4j2.configurationFile=${join(options.dir, 'log4j2.xml')}`,
       '-cp',
-      cp,
+      join(options.libs, '*'),
       'kafka.Kafka',
-      properties,
+      join(options.dir, 'server.properties'),
     ],
     logFile,
     options.ownerPid,
@@ -185,6 +193,17 @@ export async function startKafka(options: {
   // An open port is not enough: wait for a real admin call to succeed.
   await waitFor('Kafka', pid, logFile, 120_000, () => probeKafka(brokers));
   return { pid, port, brokers, logFile };
+}
+
+/**
+ * Starts again a broker that startKafka started in `options.dir` and that has stopped since: same
+ * ports, same data (for tests of an outage).
+ */
+export function restartKafka(
+  options: { java: string; libs: string; dir: string; ownerPid?: number },
+  node: KafkaNode,
+): Promise<KafkaNode> {
+  return launchKafka(options, node.port);
 }
 
 export async function probeKafka(brokers: string): Promise<boolean> {
