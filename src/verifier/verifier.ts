@@ -149,6 +149,8 @@ interface Session {
   stop(): Promise<void>;
   readonly ended: Promise<unknown>;
   joined(): boolean;
+  /** Its consumer crashed and kafkajs is restarting it (it rejoins by itself). */
+  rejoining(): boolean;
   /** When the session last joined its group, or undefined while it has not. */
   joinedAt(): number | undefined;
 }
@@ -182,6 +184,7 @@ function createSession({ deps, slots, handlerDeps, alive, progressed }: SessionC
   /** The consumer is being closed: it leaves the group, also after a join it finishes meanwhile. */
   let leaving = false;
   let joined = false;
+  let rejoining = false;
   let joinedAt: number | undefined;
   /**
    * The member id that the requests in `progress` were consumed under; undefined once they are
@@ -343,6 +346,7 @@ function createSession({ deps, slots, handlerDeps, alive, progressed }: SessionC
       held.review();
       memberId = membership?.memberId;
       joined = true;
+      rejoining = false;
       joinedAt ??= now();
       alive();
       commits.resume();
@@ -359,6 +363,9 @@ function createSession({ deps, slots, handlerDeps, alive, progressed }: SessionC
       held.review();
       memberId = undefined;
       joined = false;
+      rejoining = true;
+      // kafkajs working through its retries (a broker away) is not a hung consumer.
+      alive();
       logger.warn({ err }, 'the request consumer crashed; kafkajs restarts it');
     },
     eachBatch: async (batch) => {
@@ -471,6 +478,7 @@ function createSession({ deps, slots, handlerDeps, alive, progressed }: SessionC
       await ended.promise;
     },
     joined: () => joined && !stopping,
+    rejoining: () => rejoining && !stopping,
     joinedAt: () => joinedAt,
   };
 }
@@ -601,7 +609,8 @@ export function createVerifier(deps: VerifierDeps): Verifier {
       if (phase.name === 'stopping' || phase.name === 'failed') return { ready: false, reason: 'stopping' };
       if (phase.name === 'restarting') return { ready: false, reason: 'kafka session restarting' };
       if (session?.joined()) return { ready: true };
-      return { ready: false, reason: restarted ? 'kafka session restarting' : 'joining group' };
+      const restarting = restarted || session?.rejoining();
+      return { ready: false, reason: restarting ? 'kafka session restarting' : 'joining group' };
     },
     healthy() {
       if (phase.name === 'restarting' && phase.waiting) return true;

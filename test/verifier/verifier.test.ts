@@ -244,7 +244,7 @@ describe('verifier consumer crashes', () => {
     consumer.onCrash?.(new Error('The coordinator is loading'), true);
     await Promise.resolve();
     expect(settled.value).toBe(false);
-    expect(verifier.ready()).toEqual({ ready: false, reason: 'joining group' });
+    expect(verifier.ready()).toEqual({ ready: false, reason: 'kafka session restarting' });
     consumer.onAssignment?.([{ topic: 'requests', partitions: [0, 1] }], MEMBER);
     expect(verifier.ready().ready).toBe(true);
     await verifier.stop();
@@ -737,6 +737,9 @@ describe('verifier liveness', () => {
     expect(verifier.healthy()).toBe(true);
     clock += 1;
     expect(verifier.healthy()).toBe(false);
+    // kafkajs restarting a crashed consumer through its retries: a sign of life.
+    consumer.onCrash?.(new Error('Connection error: connect ECONNREFUSED'), true);
+    expect(verifier.healthy()).toBe(true);
     await verifier.stop();
   });
 });
