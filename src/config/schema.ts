@@ -98,8 +98,8 @@ const isoOrEarliest = text.transform((v, ctx): 'earliest' | Date => {
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
   message: 'must be one of fatal, error, warn, info, debug, trace, silent',
 });
-const saslMechanism = z.enum(['plain', 'scram-sha-256', 'scram-sha-512'], {
-  message: 'must be plain, scram-sha-256 or scram-sha-512',
+const saslMechanism = z.enum(['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'], {
+  message: 'must be plain, scram-sha-256, scram-sha-512 or oauthbearer',
 });
 const compression = z.enum(['none', 'gzip', 'snappy', 'lz4', 'zstd'], {
   message: 'must be none, gzip, snappy, lz4 or zstd',
@@ -119,11 +119,19 @@ export const apiEnv = {
 export const kafkaEnv = {
   KAFKA_BROKERS: brokerList,
   KAFKA_CLIENT_ID: text.default('fraudlink'),
-  KAFKA_SSL: flag.default(false),
+  /** Unset: on when a KAFKA_TLS_* file is given, else off (config/index.ts). */
+  KAFKA_SSL: flag.optional(),
   KAFKA_COMPRESSION: compression.default('none'),
+  KAFKA_TLS_CA: text.optional(),
+  KAFKA_TLS_CERT: text.optional(),
+  KAFKA_TLS_KEY: text.optional(),
   KAFKA_SASL_MECHANISM: saslMechanism.optional(),
   KAFKA_SASL_USERNAME: text.optional(),
   KAFKA_SASL_PASSWORD: text.optional(),
+  KAFKA_SASL_OAUTH_TOKEN_URL: httpUrl.optional(),
+  KAFKA_SASL_OAUTH_CLIENT_ID: text.optional(),
+  KAFKA_SASL_OAUTH_CLIENT_SECRET: text.optional(),
+  KAFKA_SASL_OAUTH_SCOPE: text.optional(),
 };
 
 /** Variables of the schema registry (the Avro topics; the connector's cursor is JSON). */

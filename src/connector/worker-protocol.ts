@@ -26,6 +26,8 @@ export interface PageWorkerData {
   schemas: Record<'AlertUpserted' | 'AlertDeactivated', { schemaId: number; subject: string }>;
   logLevel: string;
   readAhead: number;
+  /** The alerts topic's max.message.bytes: a larger event goes to the DLQ (PageLimits). */
+  eventMaxBytes?: number;
 }
 
 export type ToWorker =

@@ -1,5 +1,6 @@
 import { COMPATIBILITY, SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import type avro from 'avsc';
+import { LRUCache } from 'lru-cache';
 import type { RegistryConfig } from '../config/index.ts';
 import { DecodeError, SchemaRegistryError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -28,6 +29,8 @@ export interface SchemaRegistryOptions extends RegistryConfig {
   compatibility?: RegistryCompatibility;
   /** Longest time one registry HTTP request may go without a byte moving; default REGISTRY_TIMEOUT_MS. */
   timeoutMs?: number;
+  /** How many schema ids' readers, and lookups, are kept each; default SCHEMA_ID_CACHE_MAX. */
+  schemaIdCacheMax?: number;
 }
 
 /**
@@ -45,6 +48,14 @@ export const REGISTRY_TIMEOUT_MS = 10_000;
  * nor a request that timed out. A registration starts with a GET of its subject's config.
  */
 export const REGISTRY_CLIENT_RETRIES = 5;
+
+/**
+ * How many schema ids the client keeps the readers of, and the lookups (in progress, or ended in a
+ * verdict on a schema served: not Avro, not readable) of, each: the least recently used dropped
+ * first. An id unknown to the registry is not kept: it is asked again. The ids come from
+ * the values read, which anyone who writes to a topic chooses.
+ */
+export const SCHEMA_ID_CACHE_MAX = 1000;
 
 type RegistryMiddleware = NonNullable<ConstructorParameters<typeof SchemaRegistry>[0]['middlewares']>[number];
 
@@ -163,8 +174,9 @@ export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegi
     };
   };
   const listSubjects = () => api.Subject.all({});
-  const readers = new Map<number, Reader>();
-  const pending = new Map<number, Promise<Reader>>();
+  const max = options.schemaIdCacheMax ?? SCHEMA_ID_CACHE_MAX;
+  const readers = new LRUCache<number, Reader>({ max });
+  const pending = new LRUCache<number, Promise<Reader>>({ max });
 
   /**
    * The avsc type of the schema the registry serves under `schemaId`. Its type is checked first

@@ -16,7 +16,14 @@ export type { SandboxFaults } from './faults.ts';
 export type { SandboxRequest } from './request-log.ts';
 export type { Sandbox, SandboxOptions, SandboxTls } from './types.ts';
 export { matchName, normaliseName } from './verify.ts';
-export { MALFORMED_KINDS, type MalformedKind } from './world.ts';
+export {
+  INJECTABLE_KINDS,
+  MALFORMED_KINDS,
+  type MalformedKind,
+  OVERSIZED_KINDS,
+  OVERSIZED_ROW_BYTES,
+  OVERSIZED_ROW_DEPTH,
+} from './world.ts';
 
 const REQUEST_LOG_SIZE = 100_000;
 const TICK_MS = 500;

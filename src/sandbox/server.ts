@@ -9,7 +9,7 @@ import type { RequestLog, SandboxRequest } from './request-log.ts';
 import { exportFeed, getAlert } from './routes.ts';
 import { search } from './search.ts';
 import { verify } from './verify.ts';
-import { MALFORMED_KINDS, type MalformedKind, type World } from './world.ts';
+import { INJECTABLE_KINDS, type MalformedKind, type World } from './world.ts';
 
 export interface HandlerDeps {
   world: World;
@@ -185,8 +185,8 @@ const ADMIN_ROUTES: Record<string, Record<string, AdminRoute>> = {
   '/__admin/malformed': {
     POST: async (deps, req) => {
       const body = ((await readJson(req)) ?? {}) as { kind?: unknown };
-      if (body.kind !== undefined && !MALFORMED_KINDS.includes(body.kind as MalformedKind))
-        return problem(400, 'INVALID_BODY', `kind must be one of ${MALFORMED_KINDS.join(', ')}`);
+      if (body.kind !== undefined && !INJECTABLE_KINDS.includes(body.kind as MalformedKind))
+        return problem(400, 'INVALID_BODY', `kind must be one of ${INJECTABLE_KINDS.join(', ')}`);
       return json(200, { kind: deps.world.injectMalformed(body.kind as MalformedKind | undefined) });
     },
   },

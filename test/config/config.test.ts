@@ -155,6 +155,28 @@ describe('configuration', () => {
     expect(config.verifier.replyTopicsAllowed.test('payments.replies')).toBe(false);
   });
 
+  it('matches VERIFY_REPLY_TOPICS against whole names only, and lists the connector topics no reply may go to', () => {
+    const config = loadVerifierConfig({
+      ...minimal,
+      VERIFY_REPLY_TOPICS: 'vop\\.verification\\.replies\\.',
+      ALERTS_TOPIC: 'team.alerts',
+    });
+    const allowed = config.verifier.replyTopicsAllowed;
+    expect(allowed.test('vop.verification.replies.')).toBe(true);
+    expect(allowed.test('x.vop.verification.replies.y')).toBe(false);
+    expect(allowed.test('vop.verification.replies.team-a')).toBe(false);
+    expect(
+      loadVerifierConfig({ ...minimal, VERIFY_REPLY_TOPICS: 'a|b' }).verifier.replyTopicsAllowed.test('ab'),
+    ).toBe(false);
+    expect(config.verifier.ownTopics).toEqual([
+      'vop.verification.requests.v1',
+      'vop.verification.requests.dlq.v1',
+      'team.alerts',
+      'fraud.alerts.dlq.v1',
+      'fraudlink.connector.offsets',
+    ]);
+  });
+
   it("takes one of Kafka's codecs for KAFKA_COMPRESSION, none by default, and refuses any other", () => {
     expect(loadVerifierConfig(minimal).kafka.compression).toBe('none');
     expect(loadReplayConfig({ ...minimal, KAFKA_COMPRESSION: 'zstd' }).kafka.compression).toBe('zstd');
@@ -265,8 +287,8 @@ describe('configuration', () => {
     expect(problems.map((p) => p.variable).sort()).toEqual(
       [
         'API_KEY',
+        // Which credentials are needed depends on the mechanism: the missing mechanism alone is named.
         'KAFKA_SASL_MECHANISM',
-        'KAFKA_SASL_PASSWORD',
         'VERIFY_DLQ_TOPIC',
         'VERIFY_REPLIES_TOPIC',
       ].sort(),
@@ -402,8 +424,8 @@ describe('configuration', () => {
     expect(
       problemsOf(() => loadCursorConfig({ KAFKA_BROKERS: 'k:1', KAFKA_SASL_MECHANISM: 'plain' })),
     ).toEqual([
-      { variable: 'KAFKA_SASL_USERNAME', message: 'is required when any KAFKA_SASL_* variable is set' },
-      { variable: 'KAFKA_SASL_PASSWORD', message: 'is required when any KAFKA_SASL_* variable is set' },
+      { variable: 'KAFKA_SASL_USERNAME', message: 'is required with KAFKA_SASL_MECHANISM=plain' },
+      { variable: 'KAFKA_SASL_PASSWORD', message: 'is required with KAFKA_SASL_MECHANISM=plain' },
     ]);
   });
 

@@ -1,36 +1,19 @@
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   loadApiConfig,
   loadConnectorConfig,
   loadReplayConfig,
   loadVerifierConfig,
 } from '../../src/config/index.ts';
-import { ConfigError } from '../../src/errors.ts';
-import { type TlsFiles, writeTlsFiles } from './tls-files.ts';
+import { problemsHiding, useTlsFiles } from './tls-files.ts';
 
 const api = { API_BASE_URL: 'https://psp.example/api', API_KEY: 'super-secret-key-123' };
-let f: TlsFiles;
-beforeAll(async () => {
-  f = await writeTlsFiles();
-});
-afterAll(async () => {
-  await rm(f.dir, { recursive: true, force: true });
-});
+const f = useTlsFiles();
 
 /** The problems of loading `env`, and the whole message, which must not hold a path or a key. */
 function refused(env: Record<string, string>): { variable: string; message: string }[] {
-  try {
-    loadApiConfig({ ...api, ...env });
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    const { message, problems } = err as ConfigError;
-    expect(message).not.toContain(f.dir);
-    expect(message).not.toContain(env.API_KEY ?? api.API_KEY);
-    return problems.map((p) => ({ variable: p.variable, message: p.message.replace(/ \(.*\)$/, '') }));
-  }
-  throw new Error('expected a ConfigError');
+  return problemsHiding(() => loadApiConfig({ ...api, ...env }), [f.dir, env.API_KEY ?? api.API_KEY]);
 }
 
 describe('mutual-TLS configuration, checked at start', () => {

@@ -160,7 +160,7 @@ describe('helm chart', { timeout: 60_000 }, () => {
         'fraudlink-alerts',
       );
       expect(loadVerifierConfig(local(podEnv(objects, '-verifier'))).verifier.replyTopicsAllowed.source).toBe(
-        '^vop\\.verification\\.replies\\..*',
+        '^(?:^vop\\.verification\\.replies\\..*)$',
       );
     }
     expect(podEnv(full.objects, '-connector')).toMatchObject({

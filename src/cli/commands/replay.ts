@@ -208,7 +208,7 @@ export function registerReplayCommand(program: Command, ctx: CliContext): void {
     .option('--out <file>', 'write to this file instead of stdout', nonEmpty)
     .option(
       '--skip-undecodable',
-      'skip records that cannot be decoded or are not alert events (reported on stderr) instead of stopping',
+      'skip records that cannot be decoded or are not alert events, and record batches that cannot be read (each reported on stderr), instead of stopping',
     )
     .addHelpText(
       'after',

@@ -3,11 +3,14 @@ import { loadVerifierConfig } from '../../config/index.ts';
 import { createLogger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
 import { nonEmpty, serveUntilSignal } from '../options.ts';
+import { registerVerifierSkipCommand } from './verifier-skip.ts';
 
 export function registerVerifierCommand(program: Command, ctx: CliContext): void {
-  program
+  const verifier = program
     .command('verifier')
-    .description('serve Verification of Payee requests from Kafka: exactly one reply per request')
+    .description(
+      'serve Verification of Payee requests from Kafka: exactly one reply per request (skip: move a stuck record past)',
+    )
     .option(
       '--instance-id <id>',
       'stable id of this instance (transactional id suffix); default: the host name',
@@ -28,4 +31,5 @@ export function registerVerifierCommand(program: Command, ctx: CliContext): void
       );
       logger.info('verifier stopped');
     });
+  registerVerifierSkipCommand(verifier, ctx);
 }
