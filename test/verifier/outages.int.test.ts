@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { createKafkaClient, type IncomingRecord, type Producer } from '../../src/kafka/index.ts';
 import { silentLogger } from '../../src/logger.ts';
-import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { freePort } from '../../src/stack/services.ts';
 import { dedicatedBroker } from '../helpers/broker.ts';
 import { collect } from '../helpers/kafka.ts';
@@ -47,16 +46,7 @@ describe('verifier outages and memory bounds', () => {
   it('rides out a registry outage: a request that needs the registry stays unanswered, the process runs on, and it and the requests after it are answered once when the registry is back', async () => {
     const h = await verifierHarness();
     const registry = await registryProxy(h.env.SCHEMA_REGISTRY_URL, '/subjects/');
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
-    const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
-    const custom = await collect(h.kafka, h.customReplyTopic);
-    const verifier = h.start('one', { SCHEMA_REGISTRY_URL: registry.url });
-    await verifier.logLine(ready);
-    const encoder = await h.registry.encoder(
-      h.config.verifier.requestsTopic,
-      loadSchema(SchemaNames.VerificationRequest),
-    );
+    const { producer, replies, custom, verifier, encoder } = await h.startedThrough(registry.url);
     registry.outage(true);
     // Its reply goes to a topic whose subject has no schema yet: the reply schema must be registered.
     const requestedAt = Date.now();
@@ -181,12 +171,12 @@ describe('verifier outages and memory bounds', () => {
     const peak = peakRss(pid);
     verifier.child.kill('SIGTERM');
     expect(await verifier.exited).toBe(0);
-    expect(verifier.stderr()).toContain('partitions paused');
-    expect(keysOf(replies.records)).toContain('slow');
-    expect(new Set(keysOf(replies.records)).size).toBe(flood + 1);
     // About 145 MB at rest; then at most 8 MiB of copies held, as much again handed out from the
     // batch under way, one fetch and the transaction writing them. Holding the whole flood went
     // past 440 MB.
     expect(peak).toBeLessThan(350 * 1024 * 1024);
+    expect(verifier.stderr()).toContain('partitions paused');
+    expect(keysOf(replies.records)).toContain('slow');
+    expect(new Set(keysOf(replies.records)).size).toBe(flood + 1);
   }, 180_000);
 });
