@@ -609,7 +609,8 @@ export function createVerifier(deps: VerifierDeps): Verifier {
       if (phase.name === 'stopping' || phase.name === 'failed') return { ready: false, reason: 'stopping' };
       if (phase.name === 'restarting') return { ready: false, reason: 'kafka session restarting' };
       if (session?.joined()) return { ready: true };
-      const restarting = restarted || session?.rejoining();
+      // A new session after a failure, until it first joins; or kafkajs restarting a crashed consumer.
+      const restarting = (restarted && session?.joinedAt() === undefined) || session?.rejoining();
       return { ready: false, reason: restarting ? 'kafka session restarting' : 'joining group' };
     },
     healthy() {

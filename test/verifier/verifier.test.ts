@@ -106,6 +106,8 @@ async function startedVerifier(
     onConsumerClose?: () => void | Promise<void>;
     failCloseMs?: number;
     heldReplyLimits?: HeldReplyLimits;
+    /** The first wait before a session restart (default 5 ms). */
+    restartDelayMs?: number;
     /** The clock of the liveness check. */
     now?: () => number;
   } = {},
@@ -195,8 +197,8 @@ async function startedVerifier(
     ...(options.now && { now: options.now }),
     restartPolicy: {
       retries: Number.POSITIVE_INFINITY,
-      initialDelayMs: 5,
-      maxDelayMs: 20,
+      initialDelayMs: options.restartDelayMs ?? 5,
+      maxDelayMs: Math.max(20, options.restartDelayMs ?? 0),
       factor: 2,
       jitter: 0,
     },
@@ -741,5 +743,22 @@ describe('verifier liveness', () => {
     consumer.onCrash?.(new Error('Connection error: connect ECONNREFUSED'), true);
     expect(verifier.healthy()).toBe(true);
     await verifier.stop();
+  });
+
+  it('stays alive however long it waits to restart its session, and a stop ends the wait at once', async () => {
+    let clock = 0;
+    const { verifier, consumer, consumers } = await startedVerifier({
+      now: () => clock,
+      restartDelayMs: 600_000,
+    });
+    consumer.onCrash?.(new Error('Connection error: connect ECONNREFUSED'), false);
+    await vi.waitFor(() =>
+      expect(verifier.ready()).toEqual({ ready: false, reason: 'kafka session restarting' }),
+    );
+    clock += 10 * LIVENESS_MS;
+    expect(verifier.healthy()).toBe(true);
+    await verifier.stop();
+    await expect(verifier.done).resolves.toBeUndefined();
+    expect(consumers).toHaveLength(1);
   });
 });
