@@ -39,7 +39,9 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
     // that short so a restarted instance takes over within seconds.
     sessionTimeout: 10_000,
     heartbeatInterval: 1000,
-    retry: { initialRetryTime: 100, retries: 10 },
+    // kafkajs restarts a crashed consumer by itself, but not one closed meanwhile (a close during a
+    // crash's handling, before kafkajs sets its restart timer, would not cancel it).
+    retry: { initialRetryTime: 100, retries: 10, restartOnFailure: async () => !closed },
     partitionAssigners: [
       assignerWithGroupHooks({
         beforeJoin: options.beforeJoin,
@@ -71,6 +73,12 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
     unpositioned = kept.filter(({ topic, partition }) => !positions.has(`${topic}\u0000${partition}`));
   };
   consumer.on(consumer.events.GROUP_JOIN, (event) => {
+    // A restart that was under way when the consumer was closed: its join must not stay a member
+    // that takes partitions and hands nothing out.
+    if (closed) {
+      void consumer.disconnect().catch(() => {});
+      return;
+    }
     const assignment = event.payload.memberAssignment as Record<string, number[]>;
     // Taken now: kafkajs resets its member id as soon as the coordinator no longer knows it, and
     // offsets committed from then on would carry none, which the coordinator does not check.
@@ -91,6 +99,11 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
     // With resumeOnRejoin, positioned too: a fetch that failed before resolving them does not count.
     if (assigned && (!options.resumeOnRejoin || unpositioned.length === 0)) joined.resolve();
   });
+  if (options.onActivity) {
+    const onActivity = options.onActivity;
+    consumer.on(consumer.events.FETCH_START, () => onActivity());
+    consumer.on(consumer.events.HEARTBEAT, () => onActivity());
+  }
   consumer.on(consumer.events.CRASH, (event) => {
     const { error, restart } = event.payload;
     membership = undefined; // kafkajs has left the group

@@ -205,6 +205,11 @@ export interface GroupConsumerOptions {
    * the member is gone and `start()`, if still waiting, rejects with the same error.
    */
   onCrash?(error: Error, restarting: boolean): void;
+  /**
+   * A sign of life of the member: each fetch it starts and each heartbeat it sends (also while
+   * every partition is paused), for a liveness check that tells a wedged consumer from a busy one.
+   */
+  onActivity?(): void;
 }
 
 export interface TopicPartitions {

@@ -174,6 +174,18 @@ export async function launchKafka(
       cause: err,
     });
   }
+  return runKafka(options, probeBrokers, extra.jvmArgs);
+}
+
+/**
+ * Starts the broker whose settings and storage `options.dir` holds (launchKafka formatted it);
+ * ready once an admin call on `probeBrokers` succeeds.
+ */
+async function runKafka(
+  options: KafkaLaunch,
+  probeBrokers: string,
+  jvmArgs: string[] = [],
+): Promise<{ pid: number; logFile: string }> {
   const logFile = join(options.dir, 'kafka.log');
   const { pid } = spawnJvm(
     options.java,
@@ -181,12 +193,12 @@ export async function launchKafka(
       '-Xms256m',
       '-Xmx1g',
       ...KAFKA_JVM_PERFORMANCE_OPTS,
-      ...(extra.jvmArgs ?? []),
-      `-Dlog4j2.configurationFile=${log4j}`,
+      ...jvmArgs,
+      `-Dlog4j2.configurationFile=${join(options.dir, 'log4j2.xml')}`,
       '-cp',
-      cp,
+      join(options.libs, '*'),
       'kafka.Kafka',
-      file,
+      join(options.dir, 'server.properties'),
     ],
     logFile,
     options.ownerPid,
@@ -194,6 +206,15 @@ export async function launchKafka(
   // An open port is not enough: wait for a real admin call to succeed.
   await waitFor('Kafka', pid, logFile, 120_000, () => probeKafka(probeBrokers));
   return { pid, logFile };
+}
+
+/**
+ * Starts again a broker that startKafka started in `options.dir` and that has stopped since: same
+ * ports, same data (for tests of an outage).
+ */
+export async function restartKafka(options: KafkaLaunch, node: KafkaNode): Promise<KafkaNode> {
+  const { pid, logFile } = await runKafka(options, node.brokers);
+  return { ...node, pid, logFile };
 }
 
 /** Formats a fresh KRaft log dir and starts one combined broker+controller on loopback. */

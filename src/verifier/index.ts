@@ -179,7 +179,7 @@ async function wire(
     host: config.http.host,
     port: config.http.port,
     registry: metricsRegistry,
-    healthy: () => true,
+    healthy: () => verifier.healthy(),
     ready: () => verifier.ready(),
     logger: log,
   });

@@ -8,6 +8,8 @@ export interface VerifierMetrics {
   dlq: Counter<'code'>;
   refusedReplyTopics: Counter;
   memberFenced: Counter;
+  sessionRestarts: Counter;
+  pausedPartitions: Gauge;
 }
 
 export function createVerifierMetrics(registry: Registry): VerifierMetrics {
@@ -50,6 +52,16 @@ export function createVerifierMetrics(registry: Registry): VerifierMetrics {
     memberFenced: new Counter({
       name: 'fraudlink_verifier_member_fenced_total',
       help: 'Transactions refused because this member had been cut off from its group; their replies were dropped',
+      registers,
+    }),
+    sessionRestarts: new Counter({
+      name: 'fraudlink_verifier_session_restarts_total',
+      help: 'Restarts of the Kafka session (consumer and producers) after a failure that is ridden out: a broker or registry outage',
+      registers,
+    }),
+    pausedPartitions: new Gauge({
+      name: 'fraudlink_verifier_paused_partitions',
+      help: 'Partitions of the requests topic paused because they hold the most finished replies allowed, waiting for an earlier request to commit',
       registers,
     }),
   };

@@ -1,9 +1,12 @@
-import { ErrorCodes, findError } from '../errors.ts';
+import { AbortedError, ErrorCodes, findError } from '../errors.ts';
 import type { ConsumedBatch, KafkaClient, OutgoingRecord, TransactionalProducer } from '../kafka/index.ts';
+import { recordBytes } from '../kafka/records.ts';
 import type { Logger } from '../logger.ts';
-import { settledWithin } from '../retry.ts';
+import { backoffDelay, type RetryPolicy, settledWithin, sleep } from '../retry.ts';
 import { GroupCommit } from './group-commit.ts';
 import { type HandlerDeps, handleRequest } from './handle.ts';
+import { HELD_REPLY_LIMITS, HeldReplies, type HeldReplyLimits } from './held-replies.ts';
+import { isPlatformFailure } from './platform-failure.ts';
 import { PartitionProgress } from './progress.ts';
 import { RefusedReplyTopics, transactionAvoidingRefusedTopics } from './refused-topics.ts';
 
@@ -16,6 +19,12 @@ export interface VerifierDeps extends HandlerDeps {
   drainTimeoutMs?: number;
   /** How long a failure waits for the Kafka clients to close (default FAIL_CLOSE_MS). */
   failCloseMs?: number;
+  /** When partitions are paused for the replies they hold (default HELD_REPLY_LIMITS). */
+  heldReplyLimits?: HeldReplyLimits;
+  /** The backoff between restarts of the Kafka session (default SESSION_RESTART_POLICY). */
+  restartPolicy?: RetryPolicy;
+  /** For tests: the clock of the liveness check. */
+  now?: () => number;
 }
 
 /**
@@ -44,13 +53,46 @@ export interface Verifier {
   /** Stops reading, lets in-flight requests finish and commits their replies. */
   stop(): Promise<void>;
   /**
-   * Rejects when the verifier fails (e.g. fenced), once it has stopped handing out requests, ended
-   * the upstream calls in flight unanswered and closed its consumer and producers; resolves after
-   * stop().
+   * Rejects when the verifier fails for good (fenced, credentials refused: isPlatformFailure), once
+   * it has stopped handing out requests, ended the upstream calls in flight unanswered and closed
+   * its consumer and producers; resolves after stop(). Any other failure restarts the Kafka session.
    */
   readonly done: Promise<void>;
+  /** Readiness: the session has joined its group and serves requests. */
   ready(): { ready: boolean; reason?: string };
+  /**
+   * Liveness: false once the consumer has neither started a fetch, sent a heartbeat nor been
+   * waiting to restart its session for LIVENESS_MS (a wedged consumer or event loop); true while an
+   * outage is ridden out.
+   */
+  healthy(): boolean;
 }
+
+/**
+ * The backoff between restarts of the Kafka session after a failure: 1 s, doubling up to 30 s,
+ * each wait randomised by half so that the instances of a fleet do not all come back at once.
+ */
+export const SESSION_RESTART_POLICY: Readonly<RetryPolicy> = Object.freeze({
+  retries: Number.POSITIVE_INFINITY,
+  initialDelayMs: 1000,
+  maxDelayMs: 30_000,
+  factor: 2,
+  jitter: 0.5,
+});
+
+/**
+ * A session joined this long without failing counts as healthy: the next failure starts the
+ * backoff again from its shortest wait, as a commit does.
+ */
+const SESSION_HEALTHY_AFTER_MS = 60_000;
+
+/**
+ * How long the consumer may go without a sign of life (a fetch started, a heartbeat sent, a restart
+ * waited for or begun) before /healthz reports it hung: kafkajs fetches at least every
+ * maxWaitMs (100 ms) and heartbeats every second, and a session start that connects through
+ * kafkajs's retries takes well under a minute.
+ */
+export const LIVENESS_MS = 120_000;
 
 /** How often a batch waiting for a free slot heartbeats (the consumer's heartbeat interval). */
 const HEARTBEAT_WHILE_WAITING_MS = 1000;
@@ -87,19 +129,44 @@ class Slots {
   }
 }
 
+/** What the sessions of one verifier share: the slots, refused topics and signs of life. */
+interface SessionContext {
+  deps: VerifierDeps;
+  slots: Slots;
+  handlerDeps: HandlerDeps;
+  /** The consumer showed a sign of life. */
+  alive(): void;
+  /** A transaction committed. */
+  progressed(): void;
+}
+
 /**
- * Consumes requests, verifies many at once, and commits replies together with the consumed offsets
- * in one transaction. Transactions are group commits (group-commit.ts): whatever finished while the
+ * One Kafka session: a consumer and two transactional producers. `ended` resolves once it has
+ * ended and closed its clients: with the failure that ended it, or undefined after stop().
+ */
+interface Session {
+  start(signal?: AbortSignal): Promise<void>;
+  stop(): Promise<void>;
+  readonly ended: Promise<unknown>;
+  joined(): boolean;
+  /** Its consumer crashed and kafkajs is restarting it (it rejoins by itself). */
+  rejoining(): boolean;
+  /** When the session last joined its group, or undefined while it has not. */
+  joinedAt(): number | undefined;
+}
+
+/**
+ * One session of the verifier: consumes requests, verifies many at once, and commits replies together
+ * with the consumed offsets in one transaction. Transactions are group commits (group-commit.ts): whatever finished while the
  * previous one was committing goes into the next, so throughput grows with load and latency stays low
  * when idle. They start at least VERIFY_COMMIT_INTERVAL_MS apart: each costs the verifier and the
  * broker three requests (five on Kafka's transaction protocol v1) and the markers whatever it
  * carries, and at 200 requests/s one transaction per reply kept both busy enough to stretch every
  * request's latency.
  */
-export function createVerifier(deps: VerifierDeps): Verifier {
+function createSession({ deps, slots, handlerDeps, alive, progressed }: SessionContext): Session {
   const { config, logger } = deps;
-  const progress = new PartitionProgress<OutgoingRecord>();
-  const slots = new Slots(config.concurrency);
+  const progress = new PartitionProgress<OutgoingRecord>(recordBytes);
   // Two transactional producers take turns. After EndTxn the broker still writes the transaction's
   // markers, and a producer that begins its next transaction at once is answered
   // CONCURRENT_TRANSACTIONS and backs off: with back-to-back group commits that was most of the
@@ -111,12 +178,14 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   const openProducer = (transactionalId: string, signal?: AbortSignal) =>
     deps.kafka.transactionalProducer({ transactionalId, transactionTimeoutMs: 15_000, signal });
   let turn = 0;
-  const refusedTopics = deps.refusedReplyTopics ?? new RefusedReplyTopics(REFUSED_REPLY_TOPIC_MS);
-  const handlerDeps: HandlerDeps = { ...deps, refusedReplyTopics: refusedTopics };
+  const refusedTopics = handlerDeps.refusedReplyTopics as RefusedReplyTopics;
+  const now = deps.now ?? (() => performance.now());
   let stopping = false;
   /** The consumer is being closed: it leaves the group, also after a join it finishes meanwhile. */
   let leaving = false;
   let joined = false;
+  let rejoining = false;
+  let joinedAt: number | undefined;
   /**
    * The member id that the requests in `progress` were consumed under; undefined once they are
    * dropped for good (a crash, or this member cut off from the group).
@@ -126,34 +195,30 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   /** Ends the upstream calls a stop could not wait for, or that a failure made pointless. */
   const abandon = new AbortController();
   let failed = false;
-  let rejectDone!: (err: unknown) => void;
-  let finish!: () => void;
-  const done = new Promise<void>((resolve, reject) => {
-    rejectDone = reject;
-    finish = resolve;
-  });
-  done.catch(() => {});
+  const ended = Promise.withResolvers<unknown>();
 
   /**
-   * A fatal error (a failed transaction, refused credentials, a consumer gone for good): nothing more
-   * is handed out or committed, what is in hand is dropped and the upstream calls in flight are ended,
-   * unanswered, for the partitions' next owner to answer. `done` rejects once the consumer has left
-   * and the producers are closed: the caller then closes the API client, and a request handed out
-   * meanwhile would end at its closed dispatcher as a FAILED reply the upstream never saw.
+   * A failure of the session (a failed transaction, refused credentials, a consumer gone for good):
+   * nothing more is handed out or committed, what is in hand is dropped and the upstream calls in
+   * flight are ended, unanswered, to be read again from the committed offsets by the next session or
+   * the partitions' next owner. `ended` resolves with the failure once the consumer has left and
+   * the producers are closed: after a fatal one the caller closes the API client, and a request
+   * handed out meanwhile would end at its closed dispatcher as a FAILED reply the upstream never saw.
    */
   const fail = (err: unknown): void => {
     if (failed) return;
     failed = true;
     stopping = true;
+    joined = false;
     progress.retain(() => false);
     abandon.abort();
     const waitedMs = deps.failCloseMs ?? FAIL_CLOSE_MS;
     const tornDown = Promise.allSettled([...inFlight])
       .then(closeClients)
       .then(() => true);
-    void settledWithin(tornDown, waitedMs).then((ended) => {
-      if (!ended) logger.warn({ waitedMs }, "the failure's teardown did not end in time: ending without it");
-      rejectDone(err);
+    void settledWithin(tornDown, waitedMs).then((closed) => {
+      if (!closed) logger.warn({ waitedMs }, "the failure's teardown did not end in time: ending without it");
+      ended.resolve(err);
     });
   };
 
@@ -161,6 +226,8 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   const commitFinished = async (): Promise<void> => {
     const { records, offsets } = progress.takeCommittable();
     if (offsets.length === 0) return;
+    // Taken out of `progress`: they are this transaction's now, committed or lost with it.
+    held.review();
     const started = performance.now();
     const slot = turn++ % producers.length;
     // Read once, as the requests were consumed, for every attempt of this commit: a consumer that
@@ -199,6 +266,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
       );
       deps.metrics.memberFenced.inc();
       progress.retain(() => false);
+      held.review();
       memberId = undefined;
       return;
     }
@@ -211,13 +279,14 @@ export function createVerifier(deps: VerifierDeps): Verifier {
       return;
     }
     deps.metrics.commitSeconds.observe((performance.now() - started) / 1000);
+    progressed();
   };
 
   const commits = new GroupCommit({
     commit: commitFinished,
     intervalMs: config.commitIntervalMs,
     onError: (err) => {
-      logger.error({ err }, 'committing replies failed; stopping');
+      logger.error({ err }, 'committing replies failed; ending the Kafka session');
       fail(err);
     },
   });
@@ -235,6 +304,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
       if (await settledWithin(slot, HEARTBEAT_WHILE_WAITING_MS)) return;
       try {
         await batch.heartbeat();
+        alive();
       } catch (err) {
         // Rebalancing: the batch ends and the member rejoins; the slot, once free, is given back.
         void slot.then(() => slots.release());
@@ -251,6 +321,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     autoCommit: false,
     maxWaitMs: 100,
     partitionsConsumedConcurrently: Math.max(1, config.partitions),
+    onActivity: alive,
     // kafkajs rebalances eagerly: every member rejoins, and the new owners read the committed
     // offsets once all have. The transaction under way finishes first and none starts until the
     // new assignment, so none of the old assignment commits after a new owner read its offsets.
@@ -262,6 +333,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
       // close and stay open until its timeout, holding back read_committed readers of its partitions.
       if (leaving) {
         progress.retain(() => false);
+        held.review();
         memberId = undefined;
         return;
       }
@@ -271,8 +343,12 @@ export function createVerifier(deps: VerifierDeps): Verifier {
       // member may have answered and committed them meanwhile.
       const stayed = membership !== undefined && membership.memberId === memberId;
       progress.retain((topic, partition) => stayed && owned.has(`${topic}/${partition}`));
+      held.review();
       memberId = membership?.memberId;
       joined = true;
+      rejoining = false;
+      joinedAt ??= now();
+      alive();
       commits.resume();
     },
     onCrash(err, restarting) {
@@ -284,8 +360,12 @@ export function createVerifier(deps: VerifierDeps): Verifier {
         return;
       }
       progress.retain(() => false);
+      held.review();
       memberId = undefined;
       joined = false;
+      rejoining = true;
+      // kafkajs working through its retries (a broker away) is not a hung consumer.
+      alive();
       logger.warn({ err }, 'the request consumer crashed; kafkajs restarts it');
     },
     eachBatch: async (batch) => {
@@ -307,7 +387,9 @@ export function createVerifier(deps: VerifierDeps): Verifier {
         const work = handleRequest(record, handlerDeps, abandon.signal)
           .then((records) => {
             // false: the partition was reassigned meanwhile, and its new owner answers this request.
-            if (progress.complete(dispatched, records)) commits.request();
+            if (!progress.complete(dispatched, records)) return;
+            held.finished(record);
+            commits.request();
           })
           .catch((err: unknown) => {
             logger.error(
@@ -316,7 +398,7 @@ export function createVerifier(deps: VerifierDeps): Verifier {
                 ? 'the upstream refused the API key; stopping'
                 : findError(err, 'CONFIG_INVALID')
                   ? 'API_BASE_URL answers as the fraudlink sandbox; stopping'
-                  : 'handling a request failed; stopping',
+                  : 'handling a request failed; ending the Kafka session',
             );
             fail(err);
           })
@@ -325,6 +407,23 @@ export function createVerifier(deps: VerifierDeps): Verifier {
             inFlight.delete(work);
           });
         inFlight.add(work);
+      }
+    },
+  });
+
+  const held = new HeldReplies({
+    progress,
+    limits: deps.heldReplyLimits ?? HELD_REPLY_LIMITS,
+    consumer,
+    onChange({ paused, resumed, held: total }) {
+      deps.metrics.pausedPartitions.inc(paused.length - resumed.length);
+      if (paused.length > 0) {
+        logger.info(
+          { paused: paused.map((p) => p.partition), held: total },
+          'partitions paused: they hold as many finished replies, waiting for an earlier request to commit, as the limits allow',
+        );
+      } else {
+        logger.info({ resumed: resumed.map((p) => p.partition), held: total }, 'partitions resumed');
       }
     },
   });
@@ -338,12 +437,14 @@ export function createVerifier(deps: VerifierDeps): Verifier {
     (closing ??= (async () => {
       leaving = true;
       await consumer.close().catch(() => {});
+      // Its pauses end with the consumer.
+      deps.metrics.pausedPartitions.dec(held.pausedCount);
       await commits.pause();
       await Promise.allSettled(producers.map((p) => p.close()));
     })());
 
   return {
-    done,
+    ended: ended.promise,
     async start(signal) {
       const created = await Promise.allSettled(transactionalIds.map((id) => openProducer(id, signal)));
       producers = created.flatMap((c) => (c.status === 'fulfilled' ? [c.value] : []));
@@ -352,10 +453,10 @@ export function createVerifier(deps: VerifierDeps): Verifier {
         if (refused) throw refused.reason;
         await consumer.start(signal);
       } catch (err) {
+        stopping = true;
         await closeClients();
         throw err;
       }
-      logger.info({ requestsTopic: config.requestsTopic, groupId: config.groupId }, 'verifier started');
     },
     async stop() {
       stopping = true;
@@ -374,13 +475,149 @@ export function createVerifier(deps: VerifierDeps): Verifier {
         await commits.flush();
       }
       await closeClients();
-      // A failure came first, or meanwhile: done rejects with it once its teardown has ended, so the
-      // process exits with the failure's code, not 0 as after a clean stop.
-      if (!failed) finish();
+      // A failure came first, or meanwhile: `ended` has its failure, once its teardown has ended.
+      if (!failed) ended.resolve(undefined);
+      await ended.promise;
     },
-    ready: () =>
-      joined && !stopping
-        ? { ready: true }
-        : { ready: false, reason: stopping ? 'stopping' : 'joining group' },
+    joined: () => joined && !stopping,
+    rejoining: () => rejoining && !stopping,
+    joinedAt: () => joinedAt,
+  };
+}
+
+/** Where the verifier stands, for readiness and liveness. */
+type Phase =
+  | { name: 'starting' }
+  | { name: 'running' }
+  | { name: 'restarting'; waiting: boolean }
+  | { name: 'stopping' }
+  | { name: 'failed' };
+
+/**
+ * Consumes requests, verifies many at once, and commits replies together with the consumed offsets
+ * in one transaction (a session: createSession). A session that fails for a reason no operator
+ * needs to fix (a broker or registry outage, a consumer kafkajs gave up on, a transaction the broker
+ * could not finish) is closed and replaced by a new one after a backoff (SESSION_RESTART_POLICY),
+ * however long the outage lasts: what the failed session had in hand was not committed, and the new
+ * one reads it again from the committed offsets, so each request still gets exactly one reply. Only
+ * a platform failure (isPlatformFailure) ends the verifier.
+ */
+export function createVerifier(deps: VerifierDeps): Verifier {
+  const { config, logger } = deps;
+  const now = deps.now ?? (() => performance.now());
+  const slots = new Slots(config.concurrency);
+  const refusedTopics = deps.refusedReplyTopics ?? new RefusedReplyTopics(REFUSED_REPLY_TOPIC_MS);
+  const handlerDeps: HandlerDeps = { ...deps, refusedReplyTopics: refusedTopics };
+  const stopRequested = new AbortController();
+  let phase: Phase = { name: 'starting' };
+  let lastSignOfLife = now();
+  let session: Session | undefined;
+  let restarted = false;
+  /** Failed sessions since one last committed or stayed joined for SESSION_HEALTHY_AFTER_MS. */
+  let failures = 0;
+  let supervising: Promise<void> | undefined;
+  const context: SessionContext = {
+    deps,
+    slots,
+    handlerDeps,
+    alive: () => {
+      lastSignOfLife = now();
+    },
+    progressed: () => {
+      failures = 0;
+    },
+  };
+  const done = Promise.withResolvers<void>();
+  done.promise.catch(() => {});
+
+  const openSession = async (signal?: AbortSignal): Promise<Session> => {
+    const next = createSession(context);
+    session = next;
+    await next.start(signal);
+    return next;
+  };
+
+  /** The restarts after `failure`, until a session starts: undefined when a stop ended them. */
+  const restart = async (failure: unknown): Promise<Session | undefined> => {
+    let err = failure;
+    for (;;) {
+      if (stopRequested.signal.aborted) return undefined;
+      if (isPlatformFailure(err)) throw err;
+      failures++;
+      const delayMs = backoffDelay(failures, deps.restartPolicy ?? SESSION_RESTART_POLICY);
+      deps.metrics.sessionRestarts.inc();
+      restarted = true;
+      phase = { name: 'restarting', waiting: true };
+      logger.warn({ err, delayMs, failures }, 'the Kafka session failed; restarting it after a backoff');
+      try {
+        await sleep(delayMs, stopRequested.signal);
+      } catch (e) {
+        if (e instanceof AbortedError) return undefined;
+        throw e;
+      }
+      phase = { name: 'restarting', waiting: false };
+      context.alive();
+      try {
+        const started = await openSession(stopRequested.signal);
+        logger.info({ failures }, 'Kafka session restarted');
+        return started;
+      } catch (e) {
+        err = e;
+      }
+    }
+  };
+
+  /** Replaces each session that fails with a new one, until a stop or a platform failure. */
+  const supervise = async (first: Session): Promise<void> => {
+    let current = first;
+    for (;;) {
+      const failure = await current.ended;
+      if (failure === undefined || stopRequested.signal.aborted) {
+        // Stopping, a failure no restart would end is still the outcome, and its exit code.
+        if (failure !== undefined && isPlatformFailure(failure)) throw failure;
+        return;
+      }
+      const joinedAt = current.joinedAt();
+      if (joinedAt !== undefined && now() - joinedAt >= SESSION_HEALTHY_AFTER_MS) failures = 0;
+      const next = await restart(failure);
+      if (next === undefined) return;
+      current = next;
+      if (!stopRequested.signal.aborted) phase = { name: 'running' };
+    }
+  };
+
+  return {
+    done: done.promise,
+    async start(signal) {
+      await openSession(signal);
+      phase = { name: 'running' };
+      context.alive();
+      logger.info({ requestsTopic: config.requestsTopic, groupId: config.groupId }, 'verifier started');
+      supervising = supervise(session as Session).then(
+        () => done.resolve(),
+        (err: unknown) => {
+          phase = { name: 'failed' };
+          done.reject(err);
+        },
+      );
+    },
+    async stop() {
+      phase = { name: 'stopping' };
+      stopRequested.abort(new AbortedError('verifier stopping'));
+      await session?.stop();
+      await supervising;
+    },
+    ready() {
+      if (phase.name === 'stopping' || phase.name === 'failed') return { ready: false, reason: 'stopping' };
+      if (phase.name === 'restarting') return { ready: false, reason: 'kafka session restarting' };
+      if (session?.joined()) return { ready: true };
+      // A new session after a failure, until it first joins; or kafkajs restarting a crashed consumer.
+      const restarting = (restarted && session?.joinedAt() === undefined) || session?.rejoining();
+      return { ready: false, reason: restarting ? 'kafka session restarting' : 'joining group' };
+    },
+    healthy() {
+      if (phase.name === 'restarting' && phase.waiting) return true;
+      return now() - lastSignOfLife < LIVENESS_MS;
+    },
   };
 }

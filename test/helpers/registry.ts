@@ -9,14 +9,20 @@ import { stackEnv } from './stack.ts';
  * every request as it is and notes those naming `subject` (method and path) in `asked`; the first
  * `drop` of those it cuts off instead, their connection closed unanswered, as by a registry going
  * down. With `stall` it leaves them all unanswered, as a registry that hangs; `firstAsked` resolves
- * at the first.
+ * at the first. `outage(true)` cuts off every request, of any subject, until `outage(false)`: the
+ * registry unreachable.
  */
 export async function registryProxy(target: string, subject: string, { drop = 0, stall = false } = {}) {
   const registry = new URL(target);
   const asked: string[] = [];
   const firstAsked = Promise.withResolvers<void>();
   let dropped = 0;
+  let unreachable = false;
   const server = createServer((req, res) => {
+    if (unreachable) {
+      req.socket.destroy();
+      return;
+    }
     if (req.url?.includes(subject)) {
       asked.push(`${req.method} ${req.url}`);
       firstAsked.resolve();
@@ -50,7 +56,14 @@ export async function registryProxy(target: string, subject: string, { drop = 0,
     return new Promise<void>((resolve) => server.close(() => resolve()));
   });
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}${registry.pathname}`, asked, firstAsked: firstAsked.promise };
+  return {
+    url: `http://127.0.0.1:${port}${registry.pathname}`,
+    asked,
+    firstAsked: firstAsked.promise,
+    outage(on: boolean) {
+      unreachable = on;
+    },
+  };
 }
 
 /** An AlertUpserted event value, as the connector writes one. */

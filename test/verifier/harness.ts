@@ -2,9 +2,10 @@ import { onTestFinished } from 'vitest';
 import { loadVerifierConfig } from '../../src/config/index.ts';
 import type { IncomingRecord } from '../../src/kafka/index.ts';
 import { createSandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
+import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { createVerificationClient } from '../../src/verifier/index.ts';
 import { runCli } from '../helpers/cli.ts';
-import { testClients } from '../helpers/kafka.ts';
+import { collect, testClients } from '../helpers/kafka.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';
 
 /**
@@ -72,6 +73,23 @@ export async function verifierHarness(sandboxOptions: SandboxOptions = {}, topic
     prefix,
     customReplyTopic: `${prefix}.replies.custom`,
     start,
+    /**
+     * A verifier started with SCHEMA_REGISTRY_URL at `registryUrl` (a proxy of the registry), with
+     * a producer, readers of its default and custom reply topics, and an Avro encoder of requests.
+     */
+    async startedThrough(registryUrl: string) {
+      const producer = await kafka.producer();
+      onTestFinished(() => producer.close());
+      const replies = await collect(kafka, config.verifier.repliesTopic);
+      const custom = await collect(kafka, `${prefix}.replies.custom`);
+      const verifier = start('one', { SCHEMA_REGISTRY_URL: registryUrl });
+      await verifier.logLine((l) => l.msg === 'verifier started');
+      const encoder = await registry.encoder(
+        config.verifier.requestsTopic,
+        loadSchema(SchemaNames.VerificationRequest),
+      );
+      return { producer, replies, custom, verifier, encoder };
+    },
     async client(format: 'avro' | 'json' = 'avro', replyTopic = config.verifier.repliesTopic) {
       const client = createVerificationClient({
         kafka: config.kafka,

@@ -64,3 +64,27 @@ describe('PartitionProgress', () => {
     expect(p.inFlight).toBe(2);
   });
 });
+
+describe('PartitionProgress held load', () => {
+  it('counts the finished, uncommitted requests and their bytes per partition and in all, until taken or dropped', () => {
+    const p = new PartitionProgress<string>((r) => r.length);
+    const [a0, a1, a2] = dispatchAll(p, 0, ['0', '1', '2']) as Dispatched<string>[];
+    const [b0] = dispatchAll(p, 1, ['0']) as Dispatched<string>[];
+    p.complete(a1 as Dispatched<string>, ['reply', 'dlq-copy']);
+    p.complete(a2 as Dispatched<string>, ['reply']);
+    p.complete(b0 as Dispatched<string>, ['xy']);
+    expect(p.held('req', 0)).toEqual({ replies: 2, bytes: 18 });
+    expect(p.totalHeld).toEqual({ replies: 3, bytes: 20 });
+    p.takeCommittable(); // partition 1's request; partition 0 waits for offset 0
+    expect(p.held('req', 1)).toEqual({ replies: 0, bytes: 0 });
+    expect(p.totalHeld).toEqual({ replies: 2, bytes: 18 });
+    p.complete(a0 as Dispatched<string>, ['r']);
+    p.takeCommittable();
+    expect(p.totalHeld).toEqual({ replies: 0, bytes: 0 });
+    const [a3] = dispatchAll(p, 0, ['3', '4']) as Dispatched<string>[];
+    p.complete(a3 as Dispatched<string>, ['reply']);
+    p.retain(() => false);
+    expect(p.totalHeld).toEqual({ replies: 0, bytes: 0 });
+    expect(p.partitions()).toEqual([]);
+  });
+});

@@ -235,16 +235,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     });
     const subject = subjectFor(h.customReplyTopic, loadSchema(SchemaNames.VerificationResult));
     const registry = await registryProxy(h.env.SCHEMA_REGISTRY_URL, subject);
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
-    const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
-    const custom = await collect(h.kafka, h.customReplyTopic);
-    const verifier = h.start('one', { SCHEMA_REGISTRY_URL: registry.url });
-    await verifier.logLine(ready);
-    const encoder = await h.registry.encoder(
-      h.config.verifier.requestsTopic,
-      loadSchema(SchemaNames.VerificationRequest),
-    );
+    const { producer, replies, custom, verifier, encoder } = await h.startedThrough(registry.url);
     const send = (requestId: string) => {
       const requestedAt = Date.now();
       return producer.send([

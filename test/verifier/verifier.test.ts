@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { loadVerifierConfig } from '../../src/config/index.ts';
-import { AbortedError, MemberFencedError } from '../../src/errors.ts';
+import { AbortedError, KafkaError, MemberFencedError } from '../../src/errors.ts';
 import type {
   ConsumedBatch,
   GroupConsumerOptions,
@@ -11,8 +11,9 @@ import type {
   TransactionOptions,
 } from '../../src/kafka/index.ts';
 import { createLogger, type Logger, silentLogger } from '../../src/logger.ts';
+import type { HeldReplyLimits } from '../../src/verifier/held-replies.ts';
 import { createVerifierMetrics } from '../../src/verifier/metrics.ts';
-import { createVerifier } from '../../src/verifier/verifier.ts';
+import { createVerifier, LIVENESS_MS } from '../../src/verifier/verifier.ts';
 import { logCapture } from '../helpers/log.ts';
 
 /** An upstream answer the test releases when it chooses. */
@@ -39,6 +40,11 @@ function heldAnswers() {
       held[i]?.resolve({ partyNameMatch: 'MTCH' });
     },
   };
+}
+
+/** The broker refusing the verifier one of its own topics, as kafkajs reports it: a platform failure. */
+function authorizationFailed(): Error {
+  return Object.assign(new Error('TOPIC_AUTHORIZATION_FAILED'), { type: 'TOPIC_AUTHORIZATION_FAILED' });
 }
 
 /** The member the stand-in consumer joins as, unless a test rejoins it as another. */
@@ -99,8 +105,17 @@ async function startedVerifier(
     /** Run inside the consumer's close(), as kafkajs finishing a join under way would. */
     onConsumerClose?: () => void | Promise<void>;
     failCloseMs?: number;
+    heldReplyLimits?: HeldReplyLimits;
+    /** The first wait before a session restart (default 5 ms). */
+    restartDelayMs?: number;
+    /** The clock of the liveness check. */
+    now?: () => number;
   } = {},
 ) {
+  /** The pause and resume calls of the stand-in consumers, in order. */
+  const pauses: string[] = [];
+  /** Each consumer the verifier made (one per Kafka session), latest last. */
+  const consumers: GroupConsumerOptions[] = [];
   let consumerOptions: GroupConsumerOptions | undefined;
   let failing = options.failingTransactions ?? 0;
   /** Every transaction's records, failed ones included, and the transactional ids opened, in order. */
@@ -119,7 +134,7 @@ async function startedVerifier(
       if (refused) throw refused;
       if (failing > 0) {
         failing--;
-        throw options.transactionError?.() ?? new Error('TOPIC_AUTHORIZATION_FAILED');
+        throw options.transactionError?.() ?? authorizationFailed();
       }
       await options.transactionGate?.();
       transactions.push({
@@ -143,10 +158,13 @@ async function startedVerifier(
     },
     groupConsumer(options: GroupConsumerOptions) {
       consumerOptions = options;
+      consumers.push(options);
       return {
         start: async () => {},
-        pause() {},
-        resume() {},
+        pause: (list: { topic: string; partitions?: number[] }[]) =>
+          pauses.push(`pause ${list.flatMap((l) => l.partitions ?? []).join(',')}`),
+        resume: (list: { topic: string; partitions?: number[] }[]) =>
+          pauses.push(`resume ${list.flatMap((l) => l.partitions ?? []).join(',')}`),
         membership: () => membership,
         close: async () => onConsumerClose?.(),
       };
@@ -175,6 +193,15 @@ async function startedVerifier(
     logger: options.logger ?? silentLogger(),
     ...(options.drainTimeoutMs !== undefined && { drainTimeoutMs: options.drainTimeoutMs }),
     ...(options.failCloseMs !== undefined && { failCloseMs: options.failCloseMs }),
+    ...(options.heldReplyLimits && { heldReplyLimits: options.heldReplyLimits }),
+    ...(options.now && { now: options.now }),
+    restartPolicy: {
+      retries: Number.POSITIVE_INFINITY,
+      initialDelayMs: options.restartDelayMs ?? 5,
+      maxDelayMs: Math.max(20, options.restartDelayMs ?? 0),
+      factor: 2,
+      jitter: 0,
+    },
   });
   await verifier.start();
   if (!consumerOptions) throw new Error('the verifier made no consumer');
@@ -198,7 +225,18 @@ async function startedVerifier(
     () => (settled.value = true),
     () => (settled.value = true),
   );
-  return { verifier, consumer, settled, transactions, memberships, metrics, attempts, opened };
+  return {
+    verifier,
+    consumer,
+    consumers,
+    settled,
+    transactions,
+    memberships,
+    metrics,
+    attempts,
+    opened,
+    pauses,
+  };
 }
 
 describe('verifier consumer crashes', () => {
@@ -208,16 +246,18 @@ describe('verifier consumer crashes', () => {
     consumer.onCrash?.(new Error('The coordinator is loading'), true);
     await Promise.resolve();
     expect(settled.value).toBe(false);
-    expect(verifier.ready()).toEqual({ ready: false, reason: 'joining group' });
+    expect(verifier.ready()).toEqual({ ready: false, reason: 'kafka session restarting' });
     consumer.onAssignment?.([{ topic: 'requests', partitions: [0, 1] }], MEMBER);
     expect(verifier.ready().ready).toBe(true);
     await verifier.stop();
     await expect(verifier.done).resolves.toBeUndefined();
   });
 
-  it('fails when the consumer crashed for good', async () => {
+  it('fails when the consumer crashed for good on a platform failure (its group refused)', async () => {
     const { verifier, consumer } = await startedVerifier();
-    const fatal = new Error('not authorized');
+    const fatal = Object.assign(new Error('Not authorized to access group'), {
+      type: 'GROUP_AUTHORIZATION_FAILED',
+    });
     consumer.onCrash?.(fatal, false);
     await expect(verifier.done).rejects.toBe(fatal);
   });
@@ -584,5 +624,141 @@ describe('verifier reply topics the broker refuses', () => {
     await expect(verifier.done).rejects.toThrow('Not authorized');
     await verifier.stop();
     expect(transactions).toEqual([]);
+  });
+});
+
+/** A transaction the broker could not finish because it went away: ridden out. */
+const brokerGone = () =>
+  new KafkaError('commit replies: Connection error: connect ECONNREFUSED 127.0.0.1:9092', {
+    retriable: true,
+    cause: Object.assign(new Error('connect ECONNREFUSED'), { name: 'KafkaJSConnectionError' }),
+  });
+
+describe('verifier outages', () => {
+  it('restarts its Kafka session after a transaction the broker could not finish, not ready meanwhile, and answers the request the new session reads again', async () => {
+    const committed = Promise.withResolvers<void>();
+    const { verifier, consumer, consumers, upstream, opened, transactions, metrics, settled } =
+      await oneInFlight({
+        failingTransactions: 1,
+        transactionError: brokerGone,
+        transactionGate: async () => committed.resolve(),
+      });
+    upstream.release(0);
+    await vi.waitFor(() => expect(consumers).toHaveLength(2));
+    expect(settled.value).toBe(false);
+    expect(verifier.ready()).toEqual({ ready: false, reason: 'kafka session restarting' });
+    expect(verifier.healthy()).toBe(true);
+    expect(opened).toEqual([
+      'fraudlink-verifier-test',
+      'fraudlink-verifier-test.1',
+      'fraudlink-verifier-test',
+      'fraudlink-verifier-test.1',
+    ]);
+    // The old session's consumer is gone: its callbacks hand out nothing more.
+    await consumer.eachBatch(batchOf(0, [1]));
+    expect(upstream.held).toHaveLength(1);
+    const next = consumers[1] as GroupConsumerOptions;
+    next.onAssignment?.([{ topic: 'requests', partitions: [0, 1] }], MEMBER);
+    expect(verifier.ready()).toEqual({ ready: true });
+    await next.eachBatch(batchOf(0, [0]));
+    upstream.release(1);
+    await committed.promise;
+    await vi.waitFor(() =>
+      expect(transactions).toEqual([{ keys: ['r-0-0'], offsets: [{ partition: 0, offset: '1' }] }]),
+    );
+    expect((await metrics.sessionRestarts.get()).values[0]?.value).toBe(1);
+    await verifier.stop();
+    await expect(verifier.done).resolves.toBeUndefined();
+  });
+
+  it('restarts its session when kafkajs gives up on the consumer for a reason no operator causes', async () => {
+    const { verifier, consumer, consumers, settled } = await startedVerifier();
+    consumer.onCrash?.(
+      Object.assign(new Error('Connection timeout'), { name: 'KafkaJSConnectionError' }),
+      false,
+    );
+    await vi.waitFor(() => expect(consumers).toHaveLength(2));
+    expect(settled.value).toBe(false);
+    await verifier.stop();
+    await expect(verifier.done).resolves.toBeUndefined();
+  });
+
+  it('ends a restart backoff at once on stop(), with exit 0', async () => {
+    const { verifier, consumer, consumers } = await startedVerifier();
+    consumer.onCrash?.(new Error('broker gone'), false);
+    await verifier.stop();
+    await expect(verifier.done).resolves.toBeUndefined();
+    expect(consumers.length).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('verifier memory bounds', () => {
+  it('pauses a partition holding its limit of finished replies behind a slow request, and resumes it once they commit', async () => {
+    const { verifier, consumer, upstream, pauses, transactions, metrics } = await oneInFlight({
+      heldReplyLimits: { partitionReplies: 2, partitionBytes: 1e9, totalReplies: 100, totalBytes: 1e9 },
+    });
+    await consumer.eachBatch(batchOf(0, [1, 2]));
+    upstream.release(1);
+    await vi.waitFor(() => expect(upstream.held).toHaveLength(3));
+    expect(pauses).toEqual([]);
+    upstream.release(2);
+    await vi.waitFor(() => expect(pauses).toEqual(['pause 0']));
+    expect((await metrics.pausedPartitions.get()).values[0]?.value).toBe(1);
+    upstream.release(0);
+    await vi.waitFor(() => expect(pauses).toEqual(['pause 0', 'resume 0']));
+    expect(transactions.flatMap((t) => t.keys)).toEqual(['r-0-0', 'r-0-1', 'r-0-2']);
+    expect((await metrics.pausedPartitions.get()).values[0]?.value).toBe(0);
+    await verifier.stop();
+  });
+
+  it('pauses every partition holding replies once all of them together hold the total limit', async () => {
+    const { verifier, consumer, upstream, pauses } = await oneInFlight({
+      heldReplyLimits: { partitionReplies: 100, partitionBytes: 1e9, totalReplies: 2, totalBytes: 1e9 },
+      drainTimeoutMs: 10,
+    });
+    await consumer.eachBatch(batchOf(1, [0, 1]));
+    await consumer.eachBatch(batchOf(0, [1]));
+    await vi.waitFor(() => expect(upstream.held).toHaveLength(4));
+    upstream.release(2); // r-1-1, behind r-1-0
+    await vi.waitFor(() => expect(upstream.held[2]).toBeDefined());
+    expect(pauses).toEqual([]);
+    upstream.release(3); // r-0-1, behind r-0-0
+    await vi.waitFor(() => expect(pauses).toEqual(['pause 0,1']));
+    await verifier.stop();
+  });
+});
+
+describe('verifier liveness', () => {
+  it('reports a consumer without a fetch, heartbeat or restart for LIVENESS_MS as hung, and a session riding out an outage as alive', async () => {
+    let clock = 0;
+    const { verifier, consumer } = await startedVerifier({ now: () => clock });
+    expect(verifier.healthy()).toBe(true);
+    clock += LIVENESS_MS - 1;
+    consumer.onActivity?.();
+    clock += LIVENESS_MS - 1;
+    expect(verifier.healthy()).toBe(true);
+    clock += 1;
+    expect(verifier.healthy()).toBe(false);
+    // kafkajs restarting a crashed consumer through its retries: a sign of life.
+    consumer.onCrash?.(new Error('Connection error: connect ECONNREFUSED'), true);
+    expect(verifier.healthy()).toBe(true);
+    await verifier.stop();
+  });
+
+  it('stays alive however long it waits to restart its session, and a stop ends the wait at once', async () => {
+    let clock = 0;
+    const { verifier, consumer, consumers } = await startedVerifier({
+      now: () => clock,
+      restartDelayMs: 600_000,
+    });
+    consumer.onCrash?.(new Error('Connection error: connect ECONNREFUSED'), false);
+    await vi.waitFor(() =>
+      expect(verifier.ready()).toEqual({ ready: false, reason: 'kafka session restarting' }),
+    );
+    clock += 10 * LIVENESS_MS;
+    expect(verifier.healthy()).toBe(true);
+    await verifier.stop();
+    await expect(verifier.done).resolves.toBeUndefined();
+    expect(consumers).toHaveLength(1);
   });
 });
