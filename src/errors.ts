@@ -394,7 +394,7 @@ export function findError<C extends ErrorCode>(
   return undefined;
 }
 
-/** Exit codes of every long-running command (SPEC §4). */
+/** Exit codes of every long-running command (docs/contract.md#exit-codes). */
 export const ExitCodes = {
   OK: 0,
   FAILURE: 1,

@@ -93,7 +93,7 @@ describe('error model', () => {
     expect(isRetriable({ retriable: true })).toBe(true);
   });
 
-  it('maps errors to the exit codes of SPEC §4', () => {
+  it('maps errors to the exit codes of the contract', () => {
     expect(exitCodeFor(new UsageError('x'))).toBe(2);
     expect(exitCodeFor(new ConfigError([]))).toBe(2);
     expect(exitCodeFor(new Error('wrap', { cause: new UpstreamUnauthorizedError('403') }))).toBe(3);

@@ -2,8 +2,8 @@ import { ConfigError } from '../errors.ts';
 import type { ExportRequest } from './types.ts';
 
 /**
- * True when the page answering `request` says the feed is caught up: its `nextCursor` is null (SPEC
- * §8), or, from a service that hands the cursor back instead ("nothing new, ask again with it"), it
+ * True when the page answering `request` says the feed is caught up: its `nextCursor` is null
+ * (docs/contract.md), or, from a service that hands the cursor back instead ("nothing new, ask again with it"), it
  * has no rows and names the cursor it answered. A reader waits its poll interval then, and reads no
  * further ahead.
  */
@@ -13,7 +13,7 @@ export function caughtUp(request: ExportRequest, nextCursor: string | null, rows
 
 /**
  * Tells an upstream that does not read the export cursor. Its query parameter's name is a guess
- * (EXPORT_CURSOR_PARAM, SPEC §8: not shown upstream); a service that knows it under another name
+ * (EXPORT_CURSOR_PARAM, not shown upstream: docs/contract.md); a service that knows it under another name
  * answers every cursor request as one without it, with the first page of the feed again, and a
  * reader following `nextCursor` would get that page for ever. Along a cursor the upstream honours,
  * each page starts past the rows of the page that gave the cursor, and names a cursor further on:

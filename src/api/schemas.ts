@@ -3,7 +3,7 @@ import type { ExportPage, FullAlert, SearchPage, SentAlertSummary, VerifyResult 
 
 /**
  * Response shapes, parsed tolerantly: unknown fields pass through untouched, the fields a caller
- * relies on are enforced. SPEC §8 lists the choices made where the service interface is silent.
+ * relies on are enforced. docs/contract.md lists the choices made where the service interface is silent.
  */
 
 const alertId = z.union([z.string().min(1), z.number()]);

@@ -268,7 +268,7 @@ const maskIbansIn = (text: string) => text.replace(IBAN_LIKE, maskIbanLike);
 
 /**
  * Whitespace collapsed, the API key removed should a server echo it back (in any form `keyEchoes`
- * knows), IBANs masked as in logs (an export body holds rows; SPEC §7), and the length capped after
+ * knows), IBANs masked as in logs (an export body holds rows), and the length capped after
  * masking, so that no IBAN is cut in half and left unmasked.
  */
 export function excerpt(text: string, apiKey: string): string {

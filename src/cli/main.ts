@@ -25,7 +25,7 @@ export function buildProgram(ctx: CliContext): Command {
   return program;
 }
 
-/** Runs the CLI and resolves with the process exit code (SPEC §4). */
+/** Runs the CLI and resolves with the process exit code (docs/contract.md#exit-codes). */
 export async function main(argv: string[], ctx: Partial<CliContext> = {}): Promise<number> {
   const context: CliContext = {
     env: ctx.env ?? process.env,

@@ -175,7 +175,7 @@ export const connectorEnv = {
   CONNECTOR_TX_MAX_MS: int(1, 600_000).default(1000),
 };
 
-/** VERIFY_DEFAULT_DEADLINE_MS when unset: the EPC scheme's budget (SPEC §5). */
+/** VERIFY_DEFAULT_DEADLINE_MS when unset: the EPC scheme's budget. */
 export const DEFAULT_DEADLINE_MS = 5000;
 
 export const verifierEnv = {

@@ -234,7 +234,7 @@ export class CursorTracker {
   /**
    * True when an event is new and must be published; false when it is its alert's latest version
    * published at the mark (`fingerprint`, see rowFingerprintOf), served again. Two changes of one
-   * alert at the same mark share an event id (SPEC §4's formula), so the id alone would drop the
+   * alert at the same mark share an event id (the contract's formula, docs/contract.md), so the id alone would drop the
    * second one; and a change back to an earlier version (active, inactive, active again within the
    * millisecond) is new too: the feed serves each alert's current state, so a row served again is
    * always the latest version.
@@ -261,10 +261,10 @@ export class CursorTracker {
   /**
    * Same for a row bound for the DLQ. A row without a readable `updatedAt` sits, in feed order, at the
    * mark or after it, up to the next row with a readable time: it is remembered until the mark has
-   * moved past that row's time (SPEC §4: a bad row served again is not rejected twice). A new one
+   * moved past that row's time (a bad row served again is not rejected twice). A new one
    * past MAX_REJECTED_AFTER_MARK in a row throws InvalidInputError (not retriable): the rows before
    * it are in the DLQ, it and the rest are not, and the cursor has not moved past them. No position
-   * exists to move on to: guessing a time could skip rows (SPEC §7), forgetting rows would send them
+   * exists to move on to: guessing a time could skip rows, forgetting rows would send them
    * to the DLQ again on the next resume.
    */
   admitRejected(updatedAt: number | null, fingerprint: string): boolean {

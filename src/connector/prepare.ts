@@ -91,7 +91,7 @@ const eventBytesBound = (event: AlertEvent, valueBytes: number): number =>
 const BYTES_PER_ROW_HINT = 256;
 
 /**
- * Validates, maps and Avro-encodes every row of a page (SPEC §4). Pure and synchronous: the
+ * Validates, maps and Avro-encodes every row of a page (docs/contract.md). Pure and synchronous: the
  * connector runs it in its page worker thread. InvalidInputError (AVRO_ENCODE) only if a mapped event
  * breaks its own schema, which is a bug, never a row problem.
  */

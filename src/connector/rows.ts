@@ -73,7 +73,7 @@ function idOf(value: unknown): string | null {
   return null;
 }
 
-/** The event id of SPEC §4: the same row change always has the same id, whatever form updatedAt took. */
+/** The event id of the contract (docs/contract.md): the same row change always has the same id, whatever form updatedAt took. */
 export function eventIdOf(alertId: string, updatedAt: number, isActive: boolean): string {
   // crypto.hash: one call, no Hash object per row (the connector hashes every row).
   return hash('sha256', `${alertId}|${updatedAt}|${isActive}`, 'hex');
@@ -187,7 +187,7 @@ export function rowText(raw: unknown, code: RowErrorCode | undefined): string {
   return JSON.stringify(raw) ?? 'null';
 }
 
-/** Turns one export row into an event, or names the first rule it breaks (SPEC §4). */
+/** Turns one export row into an event, or names the first rule it breaks (docs/contract.md#error-codes). */
 export function mapRow(raw: unknown, observedAt: number): MappedRow {
   if (nestedDeeperThan(raw, MAX_ROW_DEPTH)) {
     const row = (Array.isArray(raw) ? {} : raw) as Record<string, unknown>;

@@ -15,7 +15,7 @@ export interface ExportRow {
   isActive: boolean;
 }
 
-// SPEC §8 allows ids as numbers and updatedAt as epoch ms; a fixed share of alerts use each form,
+// The contract allows ids as numbers and updatedAt as epoch ms; a fixed share of alerts use each form,
 // always the same alerts, so clients meet both.
 const NUMERIC_ID_BASE = 100_000;
 const ZEROS = '00000000';

@@ -11,6 +11,6 @@ export const json = (status: number, value: unknown, headers?: Record<string, st
   ...(headers && { headers }),
 });
 
-/** Every error body is `{"code","message"}` (SPEC §8). */
+/** Every error body is `{"code","message"}` (docs/contract.md). */
 export const problem = (status: number, code: string, message: string, headers?: Record<string, string>) =>
   json(status, { code, message }, headers);

@@ -18,7 +18,7 @@ export function exportFeed(
   const from: { afterSeq?: number; updatedAfter?: number } = {};
   const afterText = query.get('updatedAfter');
   if (afterText !== null) {
-    // SPEC §8: an ISO-8601 instant, with its zone (epoch ms digits are no such thing), read as
+    // The contract: an ISO-8601 instant, with its zone (epoch ms digits are no such thing), read as
     // strictly as the connector reads rows: `2026-02-30T00:00:00Z` is no date, not 2 March.
     from.updatedAfter = parseInstant(afterText) ?? undefined;
     if (from.updatedAfter === undefined)

@@ -183,7 +183,7 @@ export class World {
     return ref >= 0 ? this.alerts.rowJson(ref, this.institutions) : (this.#malformed[-ref - 1] as string);
   }
 
-  /** Appends a row breaking one SPEC §4 rule, cycling through them unless `kind` is given. */
+  /** Appends a row breaking one of the connector's DLQ rules, cycling through them unless `kind` is given. */
   injectMalformed(kind?: MalformedKind): MalformedKind {
     const at = Math.max(this.#now(), this.feed.lastAt);
     return this.#appendMalformed(undefined, at, kind);

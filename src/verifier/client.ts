@@ -146,7 +146,7 @@ interface Pending {
  * resolves with its reply. The client reads its reply topic with its own consumer (read_committed)
  * and sends nothing before that consumer is assigned, so no early reply is missed.
  *
- * Returns at once, as SPEC §5 writes it (`createVerificationClient(config).verify(...)`), and starts
+ * Returns at once, as the README writes it (`createVerificationClient(config).verify(...)`), and starts
  * in the background: `verify()` waits for the start, `ready()` tells when it is done.
  */
 export function createVerificationClient(config: VerificationClientConfig): VerificationClient {

@@ -348,7 +348,7 @@ export async function handleRequest(
   let requestId = key;
 
   if (!parsed.ok) {
-    // Unreadable, or invalid without an id to answer to: kept in the DLQ rather than dropped (SPEC §7).
+    // Unreadable, or invalid without an id to answer to: kept in the DLQ rather than dropped (docs/bad-input.md).
     if ('unreadable' in parsed || requestId === null) {
       const copy: OutgoingRecord = {
         topic: config.dlqTopic,
@@ -423,7 +423,7 @@ export async function handleRequest(
         if (abandoned(err, signal)) return [];
         const latency = Math.round(performance.now() - started);
         const code = err instanceof FraudlinkError ? err.code : 'UPSTREAM_FAILED';
-        // Refused credentials fail every request alike: stop (exit 3, SPEC §4) rather than answer FAILED
+        // Refused credentials fail every request alike: stop (exit 3) rather than answer FAILED
         // to all of them. The request stays uncommitted and is answered once the key is fixed. So
         // does an upstream that is the sandbox (exit 2): its made-up answer is no reply to commit.
         if (code === 'UPSTREAM_UNAUTHORIZED' || code === 'CONFIG_INVALID') throw err;

@@ -19,7 +19,7 @@ const minimal = {
 };
 
 describe('configuration', () => {
-  it('applies the SPEC defaults and normalises values', () => {
+  it('applies the documented defaults and normalises values', () => {
     const config = loadConnectorConfig(minimal);
     expect(config.api.baseUrl).toBe('https://psp.example/api');
     expect(config.kafka.brokers).toEqual(['k1:9092', 'k2:9092']);

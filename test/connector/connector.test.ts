@@ -37,7 +37,7 @@ interface Row {
   isActive: boolean;
 }
 
-/** A pure in-memory feed with the SPEC §8 rules: ordered rows, index cursor, exclusive updatedAfter. */
+/** A pure in-memory feed with the contract's rules: ordered rows, index cursor, exclusive updatedAfter. */
 class FakeFeed implements ExportFeed {
   rows: Row[] = [];
   requests: ExportRequest[] = [];

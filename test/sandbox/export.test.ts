@@ -262,7 +262,7 @@ describe('export feed', () => {
     });
   });
 
-  it('answers 400 INVALID_UPDATED_AFTER for updatedAfter in epoch ms, which SPEC §8 gives as ISO-8601', async () => {
+  it('answers 400 INVALID_UPDATED_AFTER for updatedAfter in epoch ms, which the contract gives as ISO-8601', async () => {
     const sandbox = await startSandbox({ alerts: 5 });
     const mark = epochOf(sandbox.currentRows()[2]?.updatedAt);
     for (const updatedAfter of [String(mark), '0']) {

@@ -132,7 +132,7 @@ describe('createVerificationClient', () => {
     await client.close();
   });
 
-  it('returns the client at once, as SPEC writes it (createVerificationClient(config).verify(...)), and sends once started', async () => {
+  it('returns the client at once, as the README writes it (createVerificationClient(config).verify(...)), and sends once started', async () => {
     resetKafka();
     const start = Promise.withResolvers<void>();
     kafka.startGate = start.promise;
