@@ -139,6 +139,9 @@ export async function readTopic(
     throw aborted();
   }
   const progress = createReadProgress(ends);
+  for (const [partition, next] of options.startOffsets ?? []) {
+    if (next > 0n) progress.advance(partition, next - 1n);
+  }
   if (progress.caughtUp() && !follow) {
     options.onCaughtUp?.();
     return;
@@ -168,6 +171,7 @@ export async function readTopic(
   };
   const advance = (partition: number, lastOffset: string) => {
     if (!progress.advance(partition, lastOffset)) return;
+    options.onPosition?.(partition, BigInt(lastOffset) + 1n);
     options.onProgress?.({ read: progress.read, total: progress.total });
     checkCaughtUp();
   };
