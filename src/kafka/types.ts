@@ -229,6 +229,11 @@ export interface ReadTopicOptions {
    */
   onPosition?: (partition: number, next: bigint) => void;
   /**
+   * The most bytes one fetch brings (default 64 MiB, a quarter of it per partition): a reader that
+   * keeps its memory low takes less, at some cost in speed.
+   */
+  fetchMaxBytes?: number;
+  /**
    * Read to each partition's high watermark taken at start rather than to its last stable offset,
    * so that records committed after a transaction still open at start (another producer's, on a
    * shared topic) are read too: waits until every such transaction has ended, at most `timeoutMs`
