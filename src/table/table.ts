@@ -212,6 +212,7 @@ export async function openAlertTable(
     },
   );
 
+  let closing: Promise<void> | undefined;
   const find = (raw: string): LookupResult => {
     if (typeof raw !== 'string' || raw.length > MAX_RAW_IBAN)
       return { iban: raw, alert: null, invalid: true };
@@ -258,10 +259,13 @@ export async function openAlertTable(
       rows: store.rows(),
     }),
     done,
-    async close() {
-      stopping.abort();
-      await done.catch(() => {});
-      store.close();
+    close() {
+      closing ??= (async () => {
+        stopping.abort();
+        await done.catch(() => {});
+        store.close();
+      })();
+      return closing;
     },
   };
 }
