@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { onTestFinished } from 'vitest';
+import { request } from 'undici';
+import { expect, onTestFinished, vi } from 'vitest';
 import type { AlertState } from '../../src/alert-events.ts';
 import { loadTableConfig } from '../../src/config/index.ts';
 import type { OutgoingRecord } from '../../src/kafka/index.ts';
@@ -130,4 +131,16 @@ export function allRows(table: AlertTable): Map<string, AlertState> {
     cursor = page.nextCursor ?? undefined;
   } while (cursor);
   return rows;
+}
+
+/** Resolves once the service at `url` answers /readyz 200: caught up with the end offsets taken at start. */
+export async function untilReady(url: string): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const ready = await request(`${url}/readyz`);
+      await ready.body.dump();
+      expect(ready.statusCode).toBe(200);
+    },
+    { timeout: 30_000, interval: 50 },
+  );
 }

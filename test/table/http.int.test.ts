@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { request } from 'undici';
-import { describe, expect, it, onTestFinished, vi } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { loadTableConfig } from '../../src/config/index.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { startTableService } from '../../src/table/index.ts';
-import { alertFor, alertsTopic, ibans, storeDir, tableEnv } from './harness.ts';
+import { alertFor, alertsTopic, ibans, storeDir, tableEnv, untilReady } from './harness.ts';
 
 const KEY = 'engine-key-0123';
 
@@ -16,15 +16,7 @@ async function service(extra: Record<string, string> = {}) {
   const config = loadTableConfig(tableEnv(topic, join(await storeDir(), 'table.db'), extra));
   const running = await startTableService(config, silentLogger());
   onTestFinished(() => running.stop());
-  // Ready once caught up with the end offsets taken at start.
-  await vi.waitFor(
-    async () => {
-      const ready = await request(`${running.url}/readyz`);
-      expect(ready.statusCode).toBe(200);
-      await ready.body.dump();
-    },
-    { timeout: 30_000, interval: 50 },
-  );
+  await untilReady(running.url);
   const call = async (path: string, init: { method?: 'GET' | 'POST'; body?: string; key?: string } = {}) => {
     const response = await request(`${running.url}${path}`, {
       method: init.method ?? 'GET',
