@@ -180,7 +180,19 @@ export async function openAlertTable(
 
   const kafka = createKafkaClient({ config: config.kafka, logger });
   const session = (signal: AbortSignal) =>
-    readSession({ kafka, topic, signal, log, position, checkOrigin, applyRecords, onCaughtUp });
+    readSession({
+      kafka,
+      topic,
+      signal,
+      log,
+      position,
+      checkOrigin,
+      applyRecords,
+      onCaughtUp,
+      onConnected: () => {
+        readiness = { ready: false, reason: `catching up with ${topic}` };
+      },
+    });
   const onCaughtUp = () => {
     readiness = { ready: true };
     firstCatchUp.resolve();
@@ -189,7 +201,7 @@ export async function openAlertTable(
   const run = async () => {
     let attempt = 0;
     while (!stopping.signal.aborted) {
-      readiness = { ready: false, reason: `catching up with ${topic}` };
+      if (readiness.ready) readiness = { ready: false, reason: 'connecting to Kafka' };
       try {
         await session(stopping.signal);
       } catch (err) {
@@ -299,6 +311,7 @@ interface SessionParts {
   position: Position;
   checkOrigin(clusterId: string, ends: Position['ends']): void;
   applyRecords(records: IncomingRecord[]): Promise<void>;
+  onConnected(): void;
   onCaughtUp(): void;
 }
 
@@ -320,6 +333,7 @@ async function readSession(parts: SessionParts): Promise<void> {
     const { clusterId } = await unlessAborted(admin.describeCluster(), signal, 'describing the cluster');
     await unlessAborted(readEnds(), signal, `reading the end offsets of ${topic}`);
     parts.checkOrigin(clusterId, position.ends);
+    parts.onConnected();
     const startOffsets = new Map(position.next);
     let reading = false;
     polling = setInterval(() => {

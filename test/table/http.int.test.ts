@@ -1,3 +1,5 @@
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -145,5 +147,30 @@ describe('the alert table HTTP API', () => {
     const page = await call('/');
     expect(page.status).toBe(200);
     expect(page.body).toContain('id="api-key"');
+  });
+
+  it('answers from its store, not ready, while Kafka cannot be reached, and stops at once', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const config = loadTableConfig(
+      tableEnv('table.unreachable', join(await storeDir(), 'table.db'), {
+        KAFKA_BROKERS: `127.0.0.1:${port}`,
+      }),
+    );
+    const running = await startTableService(config, silentLogger());
+    onTestFinished(() => running.stop());
+    const ready = await request(`${running.url}/readyz`);
+    expect(ready.statusCode).toBe(503);
+    expect(await ready.body.json()).toEqual({ ready: false, reason: 'connecting to Kafka' });
+    const lookup = await request(`${running.url}/v1/alerts/${ibans(1, 9)[0]}`);
+    expect(lookup.statusCode).toBe(404);
+    expect(lookup.headers['x-table-updated-at']).toBe('never');
+    await lookup.body.dump();
+    const started = performance.now();
+    await running.stop();
+    await running.done;
+    expect(performance.now() - started).toBeLessThan(5000);
   });
 });
