@@ -135,7 +135,10 @@ export function openAlertStore(path: string): AlertStore {
   const metaGet = db.prepare('SELECT value FROM meta WHERE key = ?');
   const metaSet = db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)');
   const meta = (key: string) => (metaGet.get(key) as { value: string } | undefined)?.value;
-  const insert = db.prepare(`INSERT OR IGNORE INTO alerts (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  // ON CONFLICT names the key alone: OR IGNORE would also skip, silently, a row breaking NOT NULL.
+  const insert = db.prepare(
+    `INSERT INTO alerts (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (iban) DO NOTHING`,
+  );
   const update = db.prepare(
     'UPDATE alerts SET event_id = ?, alert_id = ?, bic = ?, qualification = ?, qualification_raw = ?, ' +
       'reports_count = ?, updated_at = ?, observed_at = ? WHERE iban = ?',
