@@ -1,4 +1,5 @@
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { AlertEvent, AlertState } from '../alert-events.ts';
 
@@ -105,8 +106,9 @@ export function deleteStoreFiles(path: string): void {
   for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true });
 }
 
-/** Opens (or creates) the store at `path`. A store of another layout version is emptied first. */
+/** Opens (or creates, its folder too) the store at `path`. A store of another layout version is emptied first. */
 export function openAlertStore(path: string): AlertStore {
+  mkdirSync(dirname(path), { recursive: true });
   let db = new DatabaseSync(path);
   const versionOf = (d: DatabaseSync): string | undefined => {
     const table = d.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get();

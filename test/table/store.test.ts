@@ -69,6 +69,13 @@ describe('the alert store', () => {
     expect(store.updatedAt()).toBe(1);
   });
 
+  it('creates the folder of a new store', async () => {
+    const path = join(await storePath(), '..', 'volume', 'tables', 'table.db');
+    const store = openAlertStore(path);
+    onTestFinished(() => store.close());
+    expect(store.rows()).toBe(0);
+  });
+
   it('empties a store of another layout version', async () => {
     const path = await storePath();
     const store = openAlertStore(path);
