@@ -141,8 +141,18 @@ export async function openAlertTable(
     position.next = new Map();
   };
 
-  /** Rebuilds a store built from another topic or cluster, or ahead of the topic (one recreated since). */
-  const checkOrigin = (clusterId: string, ends: Map<number, { low: bigint; high: bigint }>) => {
+  /**
+   * Rebuilds a store built from another topic or cluster, or ahead of the topic (one recreated since).
+   * A store that fails meanwhile is the one failure not ridden out: OutputError.
+   */
+  const checkOrigin = (clusterId: string, ends: Position['ends']) => {
+    try {
+      rebuildIfForeign(clusterId, ends);
+    } catch (err) {
+      throw new OutputError(`the alert table's store ${config.dbPath} cannot be rebuilt`, { cause: err });
+    }
+  };
+  const rebuildIfForeign = (clusterId: string, ends: Position['ends']) => {
     const origin = store.origin();
     const ahead = [...store.offsets()].find(([p, next]) => next > (ends.get(p)?.high ?? -1n));
     if (origin && origin.topic !== topic) rebuild(`the store holds topic ${origin.topic}`);
