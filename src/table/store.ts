@@ -37,22 +37,29 @@ export interface PageQuery {
 
 /**
  * The alert table on disk (node:sqlite, WAL): the alerts, the topic offsets they reflect and where
- * they come from. Every step writes its rows and its partition's offset in one transaction, so the
- * store never holds a half-applied step and resumes where it stopped, a crash included.
+ * they come from. Steps are written into one open transaction, each with its rows and its
+ * partition's offset, until `commit()`: the store never holds a half-applied step and resumes where
+ * it stopped, a crash included. Lookups (`get`, `page`) read through a second connection, which sees
+ * committed transactions only.
  */
 export interface AlertStore {
   /** Where the store's rows come from; undefined for a new store. */
   origin(): StoreOrigin | undefined;
   /** Marks a new store as built from `origin`. */
   setOrigin(origin: StoreOrigin): void;
-  /** Partition → next offset to read, as of the last committed step. */
+  /** Partition → next offset to read, as of the last step written (committed or not). */
   offsets(): Map<number, bigint>;
-  /** When the table last applied an event (epoch ms), or undefined. */
+  /** When the table last committed an event (epoch ms), or undefined. */
   updatedAt(): number | undefined;
+  /** Writes a step into the open transaction (begun if none); a failure rolls the transaction back. */
   apply(step: AppliedStep, now: number): void;
+  /** Commits the open transaction, if any: lookups see its steps from now on. */
+  commit(): void;
+  /** Active alerts as of the last commit. */
   get(iban: string): AlertState | undefined;
   page(query: PageQuery): AlertPage;
   rows(): number;
+  /** Commits what is open and closes both connections. */
   close(): void;
 }
 
@@ -128,12 +135,15 @@ export function openAlertStore(path: string): AlertStore {
   // process (kill -9); a power loss may drop the last commits, never leave a half-applied one. A larger
   // cache and rarer checkpoints keep a backlog's random-key writes fast; both are bounded.
   db.exec(
-    'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -32768; ' +
+    'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -8192; ' +
       'PRAGMA wal_autocheckpoint = 8192; PRAGMA journal_size_limit = 67108864;',
   );
   db.exec(SCHEMA);
   db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('version', ?)").run(STORE_VERSION);
 
+  // Lookups read through a connection of their own: in WAL mode it sees the last commit, never the
+  // writer's open transaction, however long that stays open.
+  const reader = new DatabaseSync(path, { readOnly: true });
   const metaGet = db.prepare('SELECT value FROM meta WHERE key = ?');
   const metaSet = db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)');
   const meta = (key: string) => (metaGet.get(key) as { value: string } | undefined)?.value;
@@ -147,7 +157,7 @@ export function openAlertStore(path: string): AlertStore {
   );
   const remove = db.prepare('DELETE FROM alerts WHERE iban = ?');
   const setOffset = db.prepare('INSERT OR REPLACE INTO offsets (partition, next_offset) VALUES (?, ?)');
-  const selectOne = db.prepare(`SELECT ${COLUMNS} FROM alerts WHERE iban = ?`);
+  const selectOne = reader.prepare(`SELECT ${COLUMNS} FROM alerts WHERE iban = ?`);
   const count = db.prepare('SELECT count(*) AS n FROM alerts');
   const pages = new Map<string, StatementSync>();
   const pageStatement = (query: PageQuery): { statement: StatementSync; params: (string | number)[] } => {
@@ -168,7 +178,7 @@ export function openAlertStore(path: string): AlertStore {
     const sql = `SELECT ${COLUMNS} FROM alerts ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY iban LIMIT ?`;
     let statement = pages.get(sql);
     if (!statement) {
-      statement = db.prepare(sql);
+      statement = reader.prepare(sql);
       pages.set(sql, statement);
     }
     return { statement, params };
@@ -177,6 +187,15 @@ export function openAlertStore(path: string): AlertStore {
   let updatedAt = storedUpdate === undefined ? undefined : Number(storedUpdate);
   // Kept up to date by apply: count(*) scans the table, too slow for every scrape of a large one.
   let rows = (count.get() as { n: number }).n;
+  /** The open transaction's effect, published by commit(); undefined when none is open. */
+  let open: { added: number; updatedAt: number | undefined } | undefined;
+  const commit = () => {
+    if (!open) return;
+    db.exec('COMMIT');
+    rows += open.added;
+    if (open.updatedAt !== undefined) updatedAt = open.updatedAt;
+    open = undefined;
+  };
 
   return {
     origin() {
@@ -185,6 +204,7 @@ export function openAlertStore(path: string): AlertStore {
       return topic === undefined || clusterId === undefined ? undefined : { topic, clusterId };
     },
     setOrigin(origin) {
+      commit();
       db.exec('BEGIN');
       try {
         metaSet.run('topic', origin.topic);
@@ -204,12 +224,15 @@ export function openAlertStore(path: string): AlertStore {
     },
     updatedAt: () => updatedAt,
     apply(step, now) {
-      let added = 0;
-      db.exec('BEGIN');
+      if (!open) {
+        db.exec('BEGIN');
+        open = { added: 0, updatedAt: undefined };
+      }
+      const tx = open;
       try {
         for (const { iban, alert } of step.events) {
           if (alert === null) {
-            added -= Number(remove.run(iban).changes);
+            tx.added -= Number(remove.run(iban).changes);
             continue;
           }
           const values = [
@@ -223,19 +246,21 @@ export function openAlertStore(path: string): AlertStore {
             alert.observedAt,
           ] as const;
           // An IBAN new to the table is inserted; a known one updated in place (no delete and insert).
-          if (insert.run(iban, ...values).changes > 0) added++;
+          if (insert.run(iban, ...values).changes > 0) tx.added++;
           else update.run(...values, iban);
         }
         setOffset.run(step.partition, step.next.toString());
-        if (step.events.length > 0) metaSet.run('updatedAt', String(now));
-        db.exec('COMMIT');
+        if (step.events.length > 0) {
+          metaSet.run('updatedAt', String(now));
+          tx.updatedAt = now;
+        }
       } catch (err) {
+        open = undefined;
         db.exec('ROLLBACK');
         throw err;
       }
-      rows += added;
-      if (step.events.length > 0) updatedAt = now;
     },
+    commit,
     get(iban) {
       const row = selectOne.get(iban) as AlertRow | undefined;
       return row && alertOf(row);
@@ -248,6 +273,13 @@ export function openAlertStore(path: string): AlertStore {
       return { alerts, lastIban: more ? alerts.at(-1)?.iban : undefined };
     },
     rows: () => rows,
-    close: () => db.close(),
+    close() {
+      try {
+        commit();
+      } finally {
+        reader.close();
+        db.close();
+      }
+    },
   };
 }

@@ -90,15 +90,19 @@ export const MAX_PAGE = 1000;
 /** Longer than any IBAN in any spelling: a longer string is refused before it is normalised. */
 const MAX_RAW_IBAN = 64;
 /**
- * Records applied per store transaction; lookups run between two. Live, a transaction is short, so a
- * burst of events never stalls lookups for long; while catching up (not ready), larger ones write
- * each page of the store fewer times (random IBANs touch most pages in every transaction).
+ * Records decoded and written between two turns of the event loop, so that lookups run between
+ * them. Live, each fetch's records are committed at once; while catching up (not ready), the
+ * transaction stays open until it holds TX_RECORDS records or is TX_MS old: random IBANs touch most
+ * pages of the store in every transaction, and fewer transactions write each page fewer times.
+ * Lookups see committed transactions only (the store's reader connection).
  */
-const CHUNK_RECORDS = { live: 1000, catchingUp: 25_000 };
+const CHUNK_RECORDS = 5000;
+const TX_RECORDS = 100_000;
+const TX_MS = 1000;
 /** How often the end offsets are read again, for the lag. */
 const LAG_POLL_MS = 1000;
-/** Fetches of 16 MiB (4 MiB per partition): memory stays low whatever the table's size. */
-const FETCH_MAX_BYTES = 16 * 1024 * 1024;
+/** Fetches of 4 MiB (1 MiB per partition): memory stays low whatever the table's size. */
+const FETCH_MAX_BYTES = 4 * 1024 * 1024;
 const RETRY_POLICY = { ...defaultRetryPolicy, initialDelayMs: 500, maxDelayMs: 30_000 };
 
 interface Position {
@@ -163,11 +167,20 @@ export async function openAlertTable(
   };
 
   const decode = alertEventDecoder(createSchemaRegistry(config.registry), topic);
+  /** The store's open transaction: how many records it holds, since when. */
+  const tx = { records: 0, since: 0 };
+  const commit = () => {
+    try {
+      store.commit();
+    } catch (err) {
+      throw new OutputError(`writing the alert table to ${config.dbPath} failed`, { cause: err });
+    }
+    tx.records = 0;
+  };
   const applyRecords = async (records: IncomingRecord[]) => {
-    const size = readiness.ready ? CHUNK_RECORDS.live : CHUNK_RECORDS.catchingUp;
-    for (let from = 0; from < records.length; from += size) {
+    for (let from = 0; from < records.length; from += CHUNK_RECORDS) {
       if (from > 0) await yieldToLookups();
-      const chunk = records.slice(from, from + size);
+      const chunk = records.slice(from, from + CHUNK_RECORDS);
       // Only each IBAN's last event of the chunk matters to the table: the others are not written.
       const latest = new Map<string, AlertEvent>();
       let skipped = 0;
@@ -191,10 +204,13 @@ export async function openAlertTable(
       } catch (err) {
         throw new OutputError(`writing the alert table to ${config.dbPath} failed`, { cause: err });
       }
+      if (tx.records === 0) tx.since = Date.now();
+      tx.records += chunk.length;
       metrics.recordsRead.inc(chunk.length);
       metrics.eventsApplied.inc(chunk.length - skipped);
       if (next > (position.next.get(last.partition) ?? 0n)) position.next.set(last.partition, next);
     }
+    if (readiness.ready || tx.records >= TX_RECORDS || Date.now() - tx.since >= TX_MS) commit();
   };
 
   const kafka = createKafkaClient({ config: config.kafka, logger });
@@ -213,6 +229,7 @@ export async function openAlertTable(
       },
     });
   const onCaughtUp = () => {
+    commit();
     readiness = { ready: true };
     firstCatchUp.resolve();
     log.info({ rows: store.rows() }, 'the alert table has caught up with the topic');
@@ -225,6 +242,8 @@ export async function openAlertTable(
         await session(stopping.signal);
       } catch (err) {
         if (err instanceof OutputError) throw err;
+        // The steps written so far are whole: kept, the next read starts after them.
+        commit();
         if (stopping.signal.aborted) break;
         attempt = readiness.ready ? 1 : attempt + 1;
         const delayMs = backoffDelay(attempt, RETRY_POLICY);

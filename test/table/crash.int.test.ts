@@ -33,9 +33,9 @@ async function served(url: string): Promise<Map<string, string>> {
 describe('the alert table service after kill -9', () => {
   it('resumes from its stored offsets with the same table, reading only the records after them', async () => {
     const { topic, publish } = await alertsTopic(3);
-    const keys = ibans(20_000, 21);
+    const keys = ibans(40_000, 21);
     const events: TestEvent[] = [];
-    for (let round = 1; round <= 4; round++) {
+    for (let round = 1; round <= 5; round++) {
       for (const iban of keys) events.push({ type: 'upsert', alert: alertFor(iban, round) });
     }
     for (const iban of keys.slice(0, 2000)) events.push({ type: 'deactivate', iban, n: 5 });
@@ -46,11 +46,13 @@ describe('the alert table service after kill -9', () => {
     const first = runCli(['table'], env);
     const started = await first.logLine((l) => l.msg === 'alert table service started');
     const firstUrl = String(started.url);
+    // Killed once a first transaction is committed (rows show), while the backlog is still applied.
     let applied = 0;
     await vi.waitFor(
       async () => {
-        applied = metricOf(await metrics(firstUrl), 'fraudlink_table_events_applied_total');
-        expect(applied).toBeGreaterThanOrEqual(5000);
+        const text = await metrics(firstUrl);
+        applied = metricOf(text, 'fraudlink_table_events_applied_total');
+        expect(metricOf(text, 'fraudlink_table_rows')).toBeGreaterThan(0);
       },
       { timeout: 60_000, interval: 5 },
     );
@@ -67,7 +69,7 @@ describe('the alert table service after kill -9', () => {
     ];
     const startOffsets = Object.values((await resumed).startOffsets as Record<string, string>).map(Number);
     const stored = startOffsets.reduce((sum, n) => sum + n, 0);
-    expect(stored).toBeGreaterThanOrEqual(5000);
+    expect(stored).toBeGreaterThan(0);
     expect(stored).toBeLessThan(total);
     const url = String((await restarted).url);
     await caughtUp;
@@ -77,7 +79,7 @@ describe('the alert table service after kill -9', () => {
     const config = loadReplayConfig({ ...stackEnv(), ALERTS_TOPIC: topic });
     const replay = await replayAlerts({ kafka: config.kafka, registry: config.registry, alertsTopic: topic });
     const expected = new Map([...replay.alerts].map(([iban, a]) => [iban, a.eventId]));
-    expect(expected.size).toBe(18_000);
+    expect(expected.size).toBe(38_000);
     expect(await served(url)).toEqual(expected);
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);

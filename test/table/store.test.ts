@@ -36,6 +36,7 @@ describe('the alert store', () => {
     store.setOrigin({ topic: 't', clusterId: 'c' });
     store.apply({ partition: 0, next: 3n, events: [upsert('A', 1), upsert('B', 1), upsert('A', 2)] }, 5000);
     store.apply({ partition: 1, next: 2n, events: [removal('B'), removal('nothing')] }, 6000);
+    store.commit();
     expect(store.rows()).toBe(1);
     store.close();
 
@@ -58,6 +59,7 @@ describe('the alert store', () => {
     const store = openAlertStore(await storePath());
     onTestFinished(() => store.close());
     store.apply({ partition: 0, next: 1n, events: [upsert('A', 1)] }, 1);
+    store.commit();
     const broken = {
       ...upsert('C', 9),
       alert: { ...alert('C', 9), qualification: null as unknown as string },
@@ -74,6 +76,23 @@ describe('the alert store', () => {
     const store = openAlertStore(path);
     onTestFinished(() => store.close());
     expect(store.rows()).toBe(0);
+  });
+
+  it('shows lookups the committed steps only, however many are written meanwhile', async () => {
+    const store = openAlertStore(await storePath());
+    onTestFinished(() => store.close());
+    store.apply({ partition: 0, next: 1n, events: [upsert('A', 1)] }, 1);
+    store.commit();
+    store.apply({ partition: 0, next: 2n, events: [upsert('A', 2), upsert('B', 2)] }, 2);
+    store.apply({ partition: 1, next: 1n, events: [removal('A')] }, 3);
+    expect(store.get('A')).toEqual(alert('A', 1));
+    expect(store.get('B')).toBeUndefined();
+    expect(store.page({ limit: 10 }).alerts.map((a) => a.iban)).toEqual(['A']);
+    expect([store.rows(), store.updatedAt()]).toEqual([1, 1]);
+    store.commit();
+    expect(store.get('A')).toBeUndefined();
+    expect(store.get('B')).toEqual(alert('B', 2));
+    expect([store.rows(), store.updatedAt()]).toEqual([1, 3]);
   });
 
   it('empties a store of another layout version', async () => {
@@ -94,6 +113,7 @@ describe('the alert store', () => {
     const store = openAlertStore(await storePath());
     onTestFinished(() => store.close());
     store.apply({ partition: 0, next: 4n, events: ['D', 'B', 'A', 'C'].map((k, n) => upsert(k, n)) }, 1);
+    store.commit();
     expect(store.page({ limit: 2 })).toMatchObject({ lastIban: 'B' });
     expect(store.page({ limit: 2, after: 'B' }).alerts.map((a) => a.iban)).toEqual(['C', 'D']);
     expect(store.page({ limit: 2, after: 'B' }).lastIban).toBeUndefined();
