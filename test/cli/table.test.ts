@@ -7,7 +7,12 @@ import { main } from '../../src/cli/main.ts';
 function capture() {
   let text = '';
   return {
-    stream: { write: (s: string) => ((text += s), true) } as unknown as NodeJS.WritableStream,
+    stream: {
+      write(s: string) {
+        text += s;
+        return true;
+      },
+    } as unknown as NodeJS.WritableStream,
     text: () => text,
   };
 }
