@@ -44,6 +44,8 @@ async function connectorRun(stack: { brokers: string; registryUrl: string; kafka
   const prefix = `bench.${randomUUID().slice(0, 8)}`;
   const child = cli(['connector'], {
     API_BASE_URL: url,
+    // The sandbox marks its answers; without this the component refuses it as its upstream.
+    ALLOW_SANDBOX_UPSTREAM: 'true',
     API_KEY: 'sandbox-key',
     KAFKA_BROKERS: stack.brokers,
     SCHEMA_REGISTRY_URL: stack.registryUrl,

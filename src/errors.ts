@@ -17,6 +17,8 @@ export const ErrorCodes = {
   KAFKA: 'KAFKA',
   KAFKA_FENCED: 'KAFKA_FENCED',
   KAFKA_MEMBER_FENCED: 'KAFKA_MEMBER_FENCED',
+  KAFKA_AUTHENTICATION: 'KAFKA_AUTHENTICATION',
+  KAFKA_TLS: 'KAFKA_TLS',
   TOPIC_CONFIG_MISMATCH: 'TOPIC_CONFIG_MISMATCH',
   SCHEMA_REGISTRY: 'SCHEMA_REGISTRY',
   DECODE_FAILED: 'DECODE_FAILED',
@@ -57,6 +59,24 @@ export class ConfigError extends FraudlinkError {
       retriable: false,
     });
     this.problems = problems;
+  }
+}
+
+/**
+ * The upstream answered with the sandbox's mark (`x-fraudlink-sandbox: 1`) to a component that does
+ * not take the sandbox (ALLOW_SANDBOX_UPSTREAM unset): API_BASE_URL names the sandbox, whose
+ * synthetic alerts and names must never reach production topics. A configuration error (exit 2).
+ */
+export class SandboxUpstreamError extends ConfigError {
+  constructor(baseUrl: string) {
+    super([
+      {
+        variable: 'API_BASE_URL',
+        message:
+          `${baseUrl} answers as the fraudlink sandbox (x-fraudlink-sandbox: 1), not the real service; ` +
+          'set ALLOW_SANDBOX_UPSTREAM=true to use the sandbox',
+      },
+    ]);
   }
 }
 
@@ -185,6 +205,32 @@ export class FencedError extends FraudlinkError {
 }
 
 /**
+ * Kafka refused fraudlink's credentials: the broker its SASL username and password, OAuth token or
+ * TLS client certificate, or the OAuth token endpoint its client id and secret. `variables` names
+ * the settings to check. No retry changes the answer: the service stops.
+ */
+export class KafkaAuthenticationError extends FraudlinkError {
+  readonly code = ErrorCodes.KAFKA_AUTHENTICATION;
+  readonly variables: readonly string[];
+  constructor(message: string, variables: readonly string[], options: FraudlinkErrorOptions = {}) {
+    super(message, { retriable: false, cause: options.cause });
+    this.variables = variables;
+  }
+}
+
+/**
+ * The broker's TLS certificate failed verification (a CA fraudlink does not trust, a host name the
+ * certificate does not name, an expired certificate), or the broker does not speak TLS there: a
+ * setting to fix (KAFKA_TLS_CA, KAFKA_BROKERS, KAFKA_SSL), never retried.
+ */
+export class KafkaTlsError extends FraudlinkError {
+  readonly code = ErrorCodes.KAFKA_TLS;
+  constructor(message: string, options: FraudlinkErrorOptions = {}) {
+    super(message, { retriable: false, cause: options.cause });
+  }
+}
+
+/**
  * The group coordinator refused a transaction's consumer offsets: the consuming member is no longer
  * in the group's current generation (KIP-447), cut off (its session expired during a long pause)
  * while its partitions went to other members. The transaction is aborted; the member must drop what
@@ -227,6 +273,36 @@ export class DecodeError extends FraudlinkError {
   readonly code = ErrorCodes.DECODE_FAILED;
   constructor(message: string, options: FraudlinkErrorOptions = {}) {
     super(message, { retriable: false, cause: options.cause });
+  }
+}
+
+/**
+ * A record batch that could not be read (it did not decompress, or would decompress past the
+ * reader's bound): its records, `firstOffset` to `lastOffset` of `topic`/`partition`, are unknown.
+ */
+export class UnreadableBatchError extends DecodeError {
+  readonly topic: string;
+  readonly partition: number;
+  readonly firstOffset: string;
+  readonly lastOffset: string;
+  readonly codec: string;
+  constructor(batch: {
+    topic: string;
+    partition: number;
+    firstOffset: string;
+    lastOffset: string;
+    codec: string;
+    reason: string;
+  }) {
+    super(
+      `${batch.topic} partition ${batch.partition} offsets ${batch.firstOffset} to ${batch.lastOffset}: ` +
+        `a ${batch.codec} record batch that cannot be read (${batch.reason})`,
+    );
+    this.topic = batch.topic;
+    this.partition = batch.partition;
+    this.firstOffset = batch.firstOffset;
+    this.lastOffset = batch.lastOffset;
+    this.codec = batch.codec;
   }
 }
 
@@ -323,6 +399,7 @@ export const ExitCodes = {
   OK: 0,
   FAILURE: 1,
   USAGE: 2,
+  /** The upstream (401/403) or Kafka (SASL, OAuth, client certificate) refused the credentials. */
   UNAUTHORIZED: 3,
   FENCED: 4,
   // Only `fraudlink api`, a one-shot command, uses these (long-running commands keep 0-4):
@@ -336,7 +413,10 @@ export const ExitCodes = {
 
 export function exitCodeFor(err: unknown): number {
   if (findError(err, ErrorCodes.USAGE) || findError(err, ErrorCodes.CONFIG_INVALID)) return ExitCodes.USAGE;
+  // A broker certificate fraudlink cannot verify is a setting to fix, as an invalid variable is.
+  if (findError(err, ErrorCodes.KAFKA_TLS)) return ExitCodes.USAGE;
   if (findError(err, ErrorCodes.UPSTREAM_UNAUTHORIZED)) return ExitCodes.UNAUTHORIZED;
+  if (findError(err, ErrorCodes.KAFKA_AUTHENTICATION)) return ExitCodes.UNAUTHORIZED;
   if (findError(err, ErrorCodes.KAFKA_FENCED)) return ExitCodes.FENCED;
   return ExitCodes.FAILURE;
 }

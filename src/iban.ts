@@ -1,4 +1,5 @@
 import { getCountrySpecifications, isValidIBAN } from 'ibantools';
+import { LRUCache } from 'lru-cache';
 
 const COMPACT_UPPER = /^[A-Z0-9]+$/;
 
@@ -12,19 +13,33 @@ export function normalizeIban(raw: string): string {
   return COMPACT_UPPER.test(raw) ? raw : raw.replace(/\s+/g, '').replace(/[a-z]+/g, (m) => m.toUpperCase());
 }
 
-// ibantools builds a RegExp per call (~7 µs); a live feed sees the same IBANs again and again.
-const verdicts = new Map<string, boolean>();
-const MAX_CACHED = 100_000;
+/** The longest IBAN of any country (ISO 13616), in characters of its compact form. */
+export const MAX_IBAN_LENGTH = 34;
+
+/**
+ * How many verdicts the IBAN check keeps, the least recently used dropped first: a feed or the
+ * requesters' traffic sees the same IBANs again and again, and any number of distinct ones.
+ */
+export const IBAN_VERDICT_CACHE_MAX = 10_000;
+
+// ibantools builds a RegExp per call (~7 µs): verdicts are cached, never for a string longer than an
+// IBAN can be (refused without a look).
+const verdicts = new LRUCache<string, boolean>({ max: IBAN_VERDICT_CACHE_MAX });
 
 /** ISO 13616 shape for the country plus the mod-97 check, on the normalised form. */
 export function isValidNormalizedIban(iban: string): boolean {
+  if (iban.length > MAX_IBAN_LENGTH) return false;
   let verdict = verdicts.get(iban);
   if (verdict === undefined) {
     verdict = isValidIBAN(iban);
-    if (verdicts.size >= MAX_CACHED) verdicts.clear();
     verdicts.set(iban, verdict);
   }
   return verdict;
+}
+
+/** How many IBAN verdicts are cached now (at most IBAN_VERDICT_CACHE_MAX). */
+export function cachedIbanVerdicts(): number {
+  return verdicts.size;
 }
 
 const countries = getCountrySpecifications();

@@ -20,6 +20,8 @@ export const redactedPaths = [
   '*.sasl.password',
   'clientSecret',
   '*.clientSecret',
+  '*.*.clientSecret',
+  '*.*.*.clientSecret',
   'privateKey',
   '*.privateKey',
   'tls.key',
@@ -34,6 +36,8 @@ export const redactedPaths = [
   '*.TABLE_API_KEYS',
   'KAFKA_SASL_PASSWORD',
   '*.KAFKA_SASL_PASSWORD',
+  'KAFKA_SASL_OAUTH_CLIENT_SECRET',
+  '*.KAFKA_SASL_OAUTH_CLIENT_SECRET',
   'SCHEMA_REGISTRY_PASSWORD',
   '*.SCHEMA_REGISTRY_PASSWORD',
 ];
@@ -83,4 +87,15 @@ export function maskIban(iban: unknown): string {
   const compact = iban.replace(/[\s-]+/g, '').toUpperCase();
   if (compact.length <= 6) return `${compact.slice(0, 2)}…`;
   return `${compact.slice(0, 2)}…${compact.slice(-4)}`;
+}
+
+/** How many characters of a client-controlled string (an id, a topic name, a message) a log line keeps. */
+export const LOG_CLIP_CHARS = 128;
+
+/**
+ * A client-controlled string cut for a log line or an error message: its first `max` characters and
+ * "…(N more)", so that one request cannot make a line of megabytes.
+ */
+export function clip(text: string, max = LOG_CLIP_CHARS): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…(${text.length - max} more)`;
 }

@@ -12,7 +12,9 @@ const {
   FraudlinkError,
   InvalidInputError,
   isRetriable,
+  KafkaAuthenticationError,
   KafkaError,
+  KafkaTlsError,
   MemberFencedError,
   OutputError,
   SchemaRegistryError,
@@ -44,6 +46,8 @@ const samples: [errors.FraudlinkError, string, boolean][] = [
   [new KafkaError('broker down', { retriable: true }), 'KAFKA', true],
   [new FencedError('fenced'), 'KAFKA_FENCED', false],
   [new MemberFencedError('member cut off'), 'KAFKA_MEMBER_FENCED', false],
+  [new KafkaAuthenticationError('SASL refused', ['KAFKA_SASL_PASSWORD']), 'KAFKA_AUTHENTICATION', false],
+  [new KafkaTlsError('untrusted broker certificate'), 'KAFKA_TLS', false],
   [
     new TopicConfigMismatchError('t', [{ setting: 'cleanup.policy', expected: 'compact', actual: 'delete' }]),
     'TOPIC_CONFIG_MISMATCH',
@@ -94,6 +98,10 @@ describe('error model', () => {
     expect(exitCodeFor(new ConfigError([]))).toBe(2);
     expect(exitCodeFor(new Error('wrap', { cause: new UpstreamUnauthorizedError('403') }))).toBe(3);
     expect(exitCodeFor(new FencedError('x'))).toBe(4);
+    // Kafka refusing the credentials stops a service as the upstream's refusal does; a broker
+    // certificate that cannot be verified is a setting to fix.
+    expect(exitCodeFor(new Error('wrap', { cause: new KafkaAuthenticationError('x', []) }))).toBe(3);
+    expect(exitCodeFor(new KafkaTlsError('x'))).toBe(2);
     // A member cut off from its group is handled where it happens; one that escapes is a failure.
     expect(exitCodeFor(new MemberFencedError('x'))).toBe(1);
     expect(exitCodeFor(new Error('boom'))).toBe(1);

@@ -1,7 +1,7 @@
 import kafkajs from '@fraudlink/kafkajs';
 import { describe, expect, it } from 'vitest';
 import { pinoLogCreator } from '../src/kafka/logging.ts';
-import { createLogger, maskIban } from '../src/logger.ts';
+import { clip, createLogger, LOG_CLIP_CHARS, maskIban } from '../src/logger.ts';
 import { logCapture } from './helpers/log.ts';
 
 describe('logger', () => {
@@ -25,12 +25,17 @@ describe('logger', () => {
       {
         config: { api: { key: 'k-123', baseUrl: 'http://x' }, kafka: { sasl: { password: 'p-456' } } },
         request: { headers: { 'x-api-key': 'k-789' } },
-        env: { API_KEY: 'k-000', KAFKA_SASL_PASSWORD: 'p-111' },
+        env: { API_KEY: 'k-000', KAFKA_SASL_PASSWORD: 'p-111', KAFKA_SASL_OAUTH_CLIENT_SECRET: 'o-222' },
       },
       'starting',
     );
+    // The OAuth client secret where KafkaConfig holds it, under a config object or a component's.
+    root.info({ kafka: { sasl: { clientSecret: 'o-333' } } }, 'kafka');
+    root.info({ config: { kafka: { sasl: { clientSecret: 'o-444' } } } }, 'config');
     const text = JSON.stringify(out.lines);
-    for (const secret of ['k-123', 'p-456', 'k-789', 'k-000', 'p-111']) expect(text).not.toContain(secret);
+    for (const secret of ['k-123', 'p-456', 'k-789', 'k-000', 'p-111', 'o-222', 'o-333', 'o-444']) {
+      expect(text).not.toContain(secret);
+    }
     expect(text).toContain('http://x');
   });
 
@@ -106,5 +111,16 @@ describe('maskIban', () => {
   it('copes with missing or very short values', () => {
     expect(maskIban(undefined)).toBe('<none>');
     expect(maskIban('FR12')).toBe('FR…');
+  });
+});
+
+describe('clip', () => {
+  it('keeps a short string whole and cuts a long one, saying how much it left out', () => {
+    expect(clip('r-1')).toBe('r-1');
+    expect(clip('x'.repeat(LOG_CLIP_CHARS))).toBe('x'.repeat(LOG_CLIP_CHARS));
+    expect(clip('x'.repeat(400_000))).toBe(
+      `${'x'.repeat(LOG_CLIP_CHARS)}…(${400_000 - LOG_CLIP_CHARS} more)`,
+    );
+    expect(clip('abcdef', 2)).toBe('ab…(4 more)');
   });
 });

@@ -1,11 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { Agent, type Dispatcher, errors } from 'undici';
-import { ConfigError, UpstreamBadResponseError } from '../errors.ts';
+import { ConfigError, SandboxUpstreamError, UpstreamBadResponseError } from '../errors.ts';
 import { ibanLength } from '../iban.ts';
 import { maskIban } from '../logger.ts';
 import { parseRetryAfter } from '../retry.ts';
 import { errorForStatus, type RequestContext } from './http-errors.ts';
-import type { TlsFiles, TlsPem } from './types.ts';
+import type { SandboxUpstream, TlsFiles, TlsPem } from './types.ts';
+
+/** The header with which the sandbox marks every answer (src/sandbox/server.ts). */
+const SANDBOX_HEADER = 'x-fraudlink-sandbox';
 
 export interface TransportOptions {
   baseUrl: string;
@@ -14,6 +17,7 @@ export interface TransportOptions {
   tls?: TlsFiles | TlsPem;
   /** Largest response body read, in bytes; `MAX_RESPONSE_BYTES` unless a test makes it small. */
   maxResponseBytes?: number;
+  sandboxUpstream?: SandboxUpstream;
 }
 
 export interface OutgoingRequest {
@@ -288,6 +292,7 @@ export function createTransport(options: TransportOptions): Transport {
     maxResponseSize: maxResponseBytes,
     connect: tlsOptions(options.tls),
   });
+  const refuseSandbox = options.sandboxUpstream === 'refuse';
   const commonHeaders = { 'x-api-key': options.apiKey, accept: 'application/json' };
   const jsonHeaders = { ...commonHeaders, 'content-type': 'application/json' };
 
@@ -308,6 +313,12 @@ export function createTransport(options: TransportOptions): Transport {
       signal: request.signal ?? null,
     });
     const { statusCode, headers, body } = response;
+    // Any answer, an error too, is the sandbox's: nothing of it is read.
+    if (refuseSandbox && headers[SANDBOX_HEADER] !== undefined) {
+      // Destroyed unread; the abort error this emits is no one's concern.
+      body.on('error', () => {}).destroy();
+      throw new SandboxUpstreamError(options.baseUrl);
+    }
     if (statusCode >= 200 && statusCode < 300) return readAll(body, ctx, maxResponseBytes);
     const bodyExcerpt = await readExcerpt(body, options.apiKey);
     // readExcerpt ignores a broken body so as to report the status; one broken by our own abort

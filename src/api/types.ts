@@ -114,7 +114,14 @@ export interface ApiClientOptions {
   retry?: Partial<RetryPolicy>;
   /** Largest response body accepted, in bytes; default 64 MiB. A larger 2xx is a bad response. */
   maxResponseBytes?: number;
+  /**
+   * What an answer with the sandbox's mark (`x-fraudlink-sandbox: 1`) does: `allow` (default) takes
+   * it; `refuse` fails the call, and every later one, with SandboxUpstreamError, not retried.
+   */
+  sandboxUpstream?: SandboxUpstream;
 }
+
+export type SandboxUpstream = 'allow' | 'refuse';
 
 export interface ApiClient {
   verify(request: VerifyRequest, options?: CallOptions): Promise<VerifyResult>;

@@ -1,8 +1,9 @@
 import { InvalidArgumentError } from 'commander';
+import { type LoggingConfig, warnOfClearText } from '../config/index.ts';
 import { type SharedRule, takenBy } from '../config/schema.ts';
 import { AbortedError } from '../errors.ts';
 import { parseInstant } from '../instant.ts';
-import type { Logger } from '../logger.ts';
+import { createLogger, type Logger } from '../logger.ts';
 import type { CliContext } from './context.ts';
 import { onStopSignal, signalExitCode } from './signals.ts';
 
@@ -224,4 +225,14 @@ async function startedUnlessStopped(
     stop.removeEventListener('abort', onStop);
     clearTimeout(timer);
   }
+}
+
+/**
+ * The logger of a command, its level from the configuration: its first line warns of what travels in
+ * clear when ALLOW_INSECURE_TRANSPORT=true let it.
+ */
+export function commandLogger(config: LoggingConfig): Logger {
+  const logger = createLogger({ level: config.logLevel });
+  warnOfClearText(logger, config);
+  return logger;
 }

@@ -1,4 +1,6 @@
 import { ConfigError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { clearTextCheck } from './clear-text.ts';
 import {
   alertsEnv,
   apiEnv,
@@ -7,11 +9,12 @@ import {
   DEFAULT_DEADLINE_MS,
   kafkaEnv,
   registryEnv,
+  sandboxUpstreamEnv,
   tableEnv,
   verifierEnv,
   z,
 } from './schema.ts';
-import { tlsProblems } from './tls.ts';
+import { API_TLS, kafkaTlsProblems, REGISTRY_TLS, tlsProblems } from './tls.ts';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -31,22 +34,56 @@ export interface ApiConfig {
 /** Kafka's codecs, as its producers' `compression.type` names them. */
 export type KafkaCompression = 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd';
 
+/** OAuth 2 client credentials for SASL/OAUTHBEARER: where and as whom a token is fetched. */
+export interface KafkaOAuthConfig {
+  tokenUrl: string;
+  clientId: string;
+  clientSecret: string;
+  scope?: string;
+}
+
+export type KafkaSaslConfig =
+  | { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string }
+  | ({ mechanism: 'oauthbearer' } & KafkaOAuthConfig);
+
+/** PEM files for TLS to the brokers: a private CA, and a client certificate for mutual TLS. */
+export interface KafkaTlsFiles {
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+}
+
 export interface KafkaConfig {
   brokers: string[];
   clientId: string;
+  /** TLS to the brokers, their certificate and host name verified. */
   ssl: boolean;
+  tls?: KafkaTlsFiles;
   /** Codec of the record batches fraudlink's producers write; `none` when unset. */
   compression?: KafkaCompression;
-  sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+  sasl?: KafkaSaslConfig;
 }
 
 export interface RegistryConfig {
   url: string;
   auth?: { username: string; password: string };
+  /** SCHEMA_REGISTRY_TLS_*: PEM files, read when the client is made. */
+  tls?: { caFile?: string; certFile?: string; keyFile?: string };
 }
 
 export interface LoggingConfig {
   logLevel: string;
+  /**
+   * What travels in clear because ALLOW_INSECURE_TRANSPORT=true let it: each process logs it as a
+   * warning at start (warnOfClearText). Empty or absent otherwise.
+   */
+  inClear?: readonly string[];
+}
+
+/** The connector's and the verifier's: ALLOW_SANDBOX_UPSTREAM. */
+export interface UpstreamGuardConfig {
+  /** Whether an upstream answering with the sandbox's mark is taken (true) or stops the process. */
+  allowSandboxUpstream: boolean;
 }
 
 /** The services' (connector, verifier): they serve /metrics, /healthz and /readyz. */
@@ -61,7 +98,7 @@ export interface AlertsTopicsConfig {
   replicationFactor: number;
 }
 
-export interface ConnectorConfig extends CommonConfig {
+export interface ConnectorConfig extends CommonConfig, UpstreamGuardConfig {
   api: ApiConfig;
   kafka: KafkaConfig;
   registry: RegistryConfig;
@@ -76,7 +113,7 @@ export interface ConnectorConfig extends CommonConfig {
   };
 }
 
-export interface VerifierConfig extends CommonConfig {
+export interface VerifierConfig extends CommonConfig, UpstreamGuardConfig {
   api: ApiConfig;
   kafka: KafkaConfig;
   registry: RegistryConfig;
@@ -95,7 +132,14 @@ export interface VerifierConfig extends CommonConfig {
     concurrency: number;
     /** Least time between the starts of two reply transactions (fewer, larger transactions at low rates). */
     commitIntervalMs: number;
+    /** VERIFY_REPLY_TOPICS as a whole-name match (wholeNameMatch): a substring of a name is no match. */
     replyTopicsAllowed: RegExp;
+    /**
+     * fraudlink's own topics no reply may go to whatever VERIFY_REPLY_TOPICS says: the requests and
+     * DLQ topics, and the connector's (ALERTS_TOPIC, ALERTS_DLQ_TOPIC, CONNECTOR_OFFSETS_TOPIC, as
+     * set here or their defaults).
+     */
+    ownTopics: readonly string[];
     partitions: number;
     replicationFactor: number;
   };
@@ -126,6 +170,17 @@ export interface CursorConfig extends LoggingConfig {
   offsetsTopic: string;
   /** CONNECTOR_NAME, the cursor record's key. */
   name: string;
+}
+
+/**
+ * What `verifier skip` reads: the verifier's requests and DLQ topics and its group, on Kafka alone
+ * (neither the upstream nor the registry).
+ */
+export interface VerifierSkipConfig extends LoggingConfig {
+  kafka: KafkaConfig;
+  requestsTopic: string;
+  dlqTopic: string;
+  groupId: string;
 }
 
 export interface ApiOnlyConfig extends LoggingConfig {
@@ -177,20 +232,43 @@ function apiOf(e: z.output<z.ZodObject<typeof apiEnv>>): ApiConfig {
   return api;
 }
 
+function kafkaSaslOf(e: z.output<z.ZodObject<typeof kafkaEnv>>): KafkaSaslConfig | undefined {
+  const mechanism = e.KAFKA_SASL_MECHANISM;
+  if (mechanism === 'oauthbearer') {
+    if (!e.KAFKA_SASL_OAUTH_TOKEN_URL || !e.KAFKA_SASL_OAUTH_CLIENT_ID || !e.KAFKA_SASL_OAUTH_CLIENT_SECRET) {
+      return undefined;
+    }
+    return {
+      mechanism,
+      tokenUrl: e.KAFKA_SASL_OAUTH_TOKEN_URL,
+      clientId: e.KAFKA_SASL_OAUTH_CLIENT_ID,
+      clientSecret: e.KAFKA_SASL_OAUTH_CLIENT_SECRET,
+      ...(e.KAFKA_SASL_OAUTH_SCOPE && { scope: e.KAFKA_SASL_OAUTH_SCOPE }),
+    };
+  }
+  if (mechanism && e.KAFKA_SASL_USERNAME && e.KAFKA_SASL_PASSWORD) {
+    return { mechanism, username: e.KAFKA_SASL_USERNAME, password: e.KAFKA_SASL_PASSWORD };
+  }
+  return undefined;
+}
+
 function kafkaOf(e: z.output<z.ZodObject<typeof kafkaEnv>>): KafkaConfig {
+  const tls: KafkaTlsFiles = {
+    ...(e.KAFKA_TLS_CA && { caFile: e.KAFKA_TLS_CA }),
+    ...(e.KAFKA_TLS_CERT && { certFile: e.KAFKA_TLS_CERT }),
+    ...(e.KAFKA_TLS_KEY && { keyFile: e.KAFKA_TLS_KEY }),
+  };
+  const hasTlsFiles = Object.keys(tls).length > 0;
   const kafka: KafkaConfig = {
     brokers: e.KAFKA_BROKERS.split(',').map((b) => b.trim()),
     clientId: e.KAFKA_CLIENT_ID,
-    ssl: e.KAFKA_SSL,
+    // A TLS file implies TLS; KAFKA_SSL=false beside one is refused (kafkaProblems).
+    ssl: e.KAFKA_SSL ?? hasTlsFiles,
     compression: e.KAFKA_COMPRESSION,
   };
-  if (e.KAFKA_SASL_MECHANISM && e.KAFKA_SASL_USERNAME && e.KAFKA_SASL_PASSWORD) {
-    kafka.sasl = {
-      mechanism: e.KAFKA_SASL_MECHANISM,
-      username: e.KAFKA_SASL_USERNAME,
-      password: e.KAFKA_SASL_PASSWORD,
-    };
-  }
+  if (hasTlsFiles) kafka.tls = tls;
+  const sasl = kafkaSaslOf(e);
+  if (sasl) kafka.sasl = sasl;
   return kafka;
 }
 
@@ -199,25 +277,60 @@ function registryOf(e: z.output<z.ZodObject<typeof registryEnv>>): RegistryConfi
   if (e.SCHEMA_REGISTRY_USERNAME && e.SCHEMA_REGISTRY_PASSWORD) {
     registry.auth = { username: e.SCHEMA_REGISTRY_USERNAME, password: e.SCHEMA_REGISTRY_PASSWORD };
   }
+  if (e.SCHEMA_REGISTRY_TLS_CA || e.SCHEMA_REGISTRY_TLS_CERT || e.SCHEMA_REGISTRY_TLS_KEY) {
+    registry.tls = {
+      ...(e.SCHEMA_REGISTRY_TLS_CA && { caFile: e.SCHEMA_REGISTRY_TLS_CA }),
+      ...(e.SCHEMA_REGISTRY_TLS_CERT && { certFile: e.SCHEMA_REGISTRY_TLS_CERT }),
+      ...(e.SCHEMA_REGISTRY_TLS_KEY && { keyFile: e.SCHEMA_REGISTRY_TLS_KEY }),
+    };
+  }
   return registry;
+}
+
+const SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'];
+const SASL_PASSWORD_VARIABLES = ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD'];
+const SASL_OAUTH_REQUIRED = [
+  'KAFKA_SASL_OAUTH_TOKEN_URL',
+  'KAFKA_SASL_OAUTH_CLIENT_ID',
+  'KAFKA_SASL_OAUTH_CLIENT_SECRET',
+];
+const SASL_OAUTH_VARIABLES = [...SASL_OAUTH_REQUIRED, 'KAFKA_SASL_OAUTH_SCOPE'];
+
+/**
+ * The SASL variables each mechanism needs, and those it does not take: a username beside
+ * `oauthbearer`, or a token URL beside `scram-sha-512`, is a setting that would be silently ignored.
+ */
+function kafkaSaslProblems(env: Env): Problem[] {
+  const set = (k: string) => (env[k] ?? '').trim() !== '';
+  const mechanism = (env.KAFKA_SASL_MECHANISM ?? '').trim();
+  const others = [...SASL_PASSWORD_VARIABLES, ...SASL_OAUTH_VARIABLES].filter(set);
+  if (mechanism === '') {
+    if (others.length === 0) return [];
+    return [{ variable: 'KAFKA_SASL_MECHANISM', message: `is required when ${others.join(', ')} is set` }];
+  }
+  // An unknown mechanism is reported by its own rule; what it would need is unknown.
+  if (!SASL_MECHANISMS.includes(mechanism)) return [];
+  const oauth = mechanism === 'oauthbearer';
+  const needed = oauth ? SASL_OAUTH_REQUIRED : SASL_PASSWORD_VARIABLES;
+  const unused = (oauth ? SASL_PASSWORD_VARIABLES : SASL_OAUTH_VARIABLES).filter(set);
+  return [
+    ...needed
+      .filter((k) => !set(k))
+      .map((variable) => ({ variable, message: `is required with KAFKA_SASL_MECHANISM=${mechanism}` })),
+    ...unused.map((variable) => ({
+      variable,
+      message: oauth
+        ? 'is not used with KAFKA_SASL_MECHANISM=oauthbearer, whose client authenticates with KAFKA_SASL_OAUTH_CLIENT_ID and KAFKA_SASL_OAUTH_CLIENT_SECRET'
+        : 'is used only with KAFKA_SASL_MECHANISM=oauthbearer',
+    })),
+  ];
 }
 
 /** Rules that span several variables, reported together with the per-variable problems. */
 function crossCheck(env: Env): Problem[] {
   const problems: Problem[] = [];
   const set = (k: string) => (env[k] ?? '').trim() !== '';
-  const sasl = ['KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD'];
-  if (sasl.some(set) && !sasl.every(set)) {
-    for (const k of sasl.filter((k) => !set(k))) {
-      problems.push({ variable: k, message: 'is required when any KAFKA_SASL_* variable is set' });
-    }
-  }
-  if (set('API_TLS_CERT') !== set('API_TLS_KEY')) {
-    problems.push({
-      variable: set('API_TLS_CERT') ? 'API_TLS_KEY' : 'API_TLS_CERT',
-      message: 'API_TLS_CERT and API_TLS_KEY go together',
-    });
-  }
+  problems.push(...kafkaSaslProblems(env));
   if (set('SCHEMA_REGISTRY_USERNAME') !== set('SCHEMA_REGISTRY_PASSWORD')) {
     problems.push({
       variable: set('SCHEMA_REGISTRY_USERNAME') ? 'SCHEMA_REGISTRY_PASSWORD' : 'SCHEMA_REGISTRY_USERNAME',
@@ -282,7 +395,7 @@ function load<S extends z.ZodRawShape, T>(
   shape: S,
   distinctTopics: readonly (keyof S & string)[],
   build: (e: z.output<z.ZodObject<S>>) => T,
-): T {
+): T & { inClear?: readonly string[] } {
   let parsed: z.output<z.ZodObject<S>> | undefined;
   const problems: Problem[] = [];
   try {
@@ -292,20 +405,37 @@ function load<S extends z.ZodRawShape, T>(
     problems.push(...err.problems);
   }
   // Only the rules of this command's variables: the sandbox reads LOG_LEVEL alone.
-  const rules = [...crossCheck(env), ...('API_BASE_URL' in shape ? tlsProblems(env) : [])];
+  const clearText = clearTextCheck(env, shape);
+  const rules = [
+    ...crossCheck(env),
+    ...('API_BASE_URL' in shape ? tlsProblems(env, API_TLS) : []),
+    ...('SCHEMA_REGISTRY_URL' in shape ? tlsProblems(env, REGISTRY_TLS) : []),
+    ...('KAFKA_BROKERS' in shape ? kafkaTlsProblems(env) : []),
+    ...clearText.problems,
+  ];
   const own = rules.filter((p) => p.variable in shape);
   problems.push(...own, ...topicClashes(env, shape, distinctTopics));
   if (parsed === undefined || problems.length > 0) throw new ConfigError(problems);
-  return freeze(build(parsed));
+  const { inClear } = clearText;
+  return freeze({ ...build(parsed), ...(inClear.length > 0 && { inClear }) });
 }
 
 /** The connector's topics, which must be three different ones. */
 const CONNECTOR_TOPICS = ['ALERTS_TOPIC', 'ALERTS_DLQ_TOPIC', 'CONNECTOR_OFFSETS_TOPIC'] as const;
 
 export function loadConnectorConfig(env: Env): ConnectorConfig {
-  const shape = { ...apiEnv, ...kafkaEnv, ...registryEnv, ...alertsEnv, ...connectorEnv, ...commonEnv };
+  const shape = {
+    ...apiEnv,
+    ...sandboxUpstreamEnv,
+    ...kafkaEnv,
+    ...registryEnv,
+    ...alertsEnv,
+    ...connectorEnv,
+    ...commonEnv,
+  };
   return load(env, shape, CONNECTOR_TOPICS, (e) => ({
     ...common(e),
+    allowSandboxUpstream: e.ALLOW_SANDBOX_UPSTREAM,
     api: apiOf(e),
     kafka: kafkaOf(e),
     registry: registryOf(e),
@@ -346,20 +476,35 @@ export function loadCursorConfig(env: Env): CursorConfig {
   }));
 }
 
+/**
+ * A regex that matches a whole name only: `^(?:source)$`. An allow-list regex tested as a substring
+ * match would let a broad one (`vop\.verification\.replies\.`) admit `fraud.alerts.v1` or
+ * `x.vop.verification.replies.y`.
+ */
+export function wholeNameMatch(source: string): RegExp {
+  return new RegExp(`^(?:${source})$`);
+}
+
 export function loadVerifierConfig(env: Env): VerifierConfig {
   return load(
     env,
     {
       ...apiEnv,
+      ...sandboxUpstreamEnv,
       ...kafkaEnv,
       ...registryEnv,
       ...verifierEnv,
       TOPIC_REPLICATION_FACTOR: alertsEnv.TOPIC_REPLICATION_FACTOR,
+      // The connector's topics only to refuse them as reply topics.
+      ALERTS_TOPIC: alertsEnv.ALERTS_TOPIC,
+      ALERTS_DLQ_TOPIC: alertsEnv.ALERTS_DLQ_TOPIC,
+      CONNECTOR_OFFSETS_TOPIC: connectorEnv.CONNECTOR_OFFSETS_TOPIC,
       ...commonEnv,
     },
     ['VERIFY_REQUESTS_TOPIC', 'VERIFY_REPLIES_TOPIC', 'VERIFY_DLQ_TOPIC'],
     (e) => ({
       ...common(e),
+      allowSandboxUpstream: e.ALLOW_SANDBOX_UPSTREAM,
       api: apiOf(e),
       kafka: kafkaOf(e),
       registry: registryOf(e),
@@ -373,10 +518,33 @@ export function loadVerifierConfig(env: Env): VerifierConfig {
           e.VERIFY_MAX_DEADLINE_MS ?? Math.max(DEFAULT_MAX_DEADLINE_MS, e.VERIFY_DEFAULT_DEADLINE_MS),
         concurrency: e.VERIFY_CONCURRENCY,
         commitIntervalMs: e.VERIFY_COMMIT_INTERVAL_MS,
-        replyTopicsAllowed: new RegExp(e.VERIFY_REPLY_TOPICS),
+        replyTopicsAllowed: wholeNameMatch(e.VERIFY_REPLY_TOPICS),
+        ownTopics: [
+          e.VERIFY_REQUESTS_TOPIC,
+          e.VERIFY_DLQ_TOPIC,
+          e.ALERTS_TOPIC,
+          e.ALERTS_DLQ_TOPIC,
+          e.CONNECTOR_OFFSETS_TOPIC,
+        ],
         partitions: e.VERIFY_TOPIC_PARTITIONS,
         replicationFactor: e.TOPIC_REPLICATION_FACTOR,
       },
+    }),
+  );
+}
+
+export function loadVerifierSkipConfig(env: Env): VerifierSkipConfig {
+  const { VERIFY_REQUESTS_TOPIC, VERIFY_DLQ_TOPIC, VERIFY_GROUP_ID } = verifierEnv;
+  return load(
+    env,
+    { ...kafkaEnv, VERIFY_REQUESTS_TOPIC, VERIFY_DLQ_TOPIC, VERIFY_GROUP_ID, LOG_LEVEL: commonEnv.LOG_LEVEL },
+    ['VERIFY_REQUESTS_TOPIC', 'VERIFY_DLQ_TOPIC'],
+    (e) => ({
+      logLevel: e.LOG_LEVEL,
+      kafka: kafkaOf(e),
+      requestsTopic: e.VERIFY_REQUESTS_TOPIC,
+      dlqTopic: e.VERIFY_DLQ_TOPIC,
+      groupId: e.VERIFY_GROUP_ID,
     }),
   );
 }
@@ -420,7 +588,31 @@ export function loadApiConfig(env: Env): ApiOnlyConfig {
   );
 }
 
-/** The sandbox's one variable; its other settings are command-line flags. */
-export function loadSandboxConfig(env: Env): { logLevel: string } {
-  return load(env, { LOG_LEVEL: commonEnv.LOG_LEVEL }, [], (e) => ({ logLevel: e.LOG_LEVEL }));
+/**
+ * The sandbox's variables: its log level, and SANDBOX_ADMIN_TOKEN (as --admin-token, which wins);
+ * its other settings are command-line flags.
+ */
+export function loadSandboxConfig(env: Env): { logLevel: string; adminToken?: string } {
+  return load(
+    env,
+    { LOG_LEVEL: commonEnv.LOG_LEVEL, SANDBOX_ADMIN_TOKEN: apiEnv.API_KEY.optional() },
+    [],
+    (e) => ({
+      logLevel: e.LOG_LEVEL,
+      ...(e.SANDBOX_ADMIN_TOKEN !== undefined && { adminToken: e.SANDBOX_ADMIN_TOKEN }),
+    }),
+  );
+}
+
+/**
+ * Logs, once at start, what travels in clear because ALLOW_INSECURE_TRANSPORT=true let it: nothing
+ * when nothing does.
+ */
+export function warnOfClearText(logger: Pick<Logger, 'warn'>, config: LoggingConfig): void {
+  const inClear = config.inClear ?? [];
+  if (inClear.length === 0) return;
+  logger.warn(
+    { inClear, variable: 'ALLOW_INSECURE_TRANSPORT' },
+    `ALLOW_INSECURE_TRANSPORT=true: travelling in clear: ${inClear.join('; ')}`,
+  );
 }

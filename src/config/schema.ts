@@ -98,15 +98,25 @@ const isoOrEarliest = text.transform((v, ctx): 'earliest' | Date => {
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
   message: 'must be one of fatal, error, warn, info, debug, trace, silent',
 });
-const saslMechanism = z.enum(['plain', 'scram-sha-256', 'scram-sha-512'], {
-  message: 'must be plain, scram-sha-256 or scram-sha-512',
+const saslMechanism = z.enum(['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'], {
+  message: 'must be plain, scram-sha-256, scram-sha-512 or oauthbearer',
 });
 const compression = z.enum(['none', 'gzip', 'snappy', 'lz4', 'zstd'], {
   message: 'must be none, gzip, snappy, lz4 or zstd',
 });
 
+/**
+ * Read by every command that reads a transport's variables (upstream, Kafka, registry): it lets
+ * clear text through (config/clear-text.ts).
+ */
+const insecureTransportEnv = { ALLOW_INSECURE_TRANSPORT: flag.default(false) };
+
+/** Read by the connector and the verifier: they refuse an upstream that answers as the sandbox. */
+export const sandboxUpstreamEnv = { ALLOW_SANDBOX_UPSTREAM: flag.default(false) };
+
 /** Variables of the upstream HTTP service. */
 export const apiEnv = {
+  ...insecureTransportEnv,
   API_BASE_URL: baseUrl,
   API_KEY: apiKey,
   API_TLS_CERT: text.optional(),
@@ -117,20 +127,33 @@ export const apiEnv = {
 
 /** Variables of the Kafka cluster. */
 export const kafkaEnv = {
+  ...insecureTransportEnv,
   KAFKA_BROKERS: brokerList,
   KAFKA_CLIENT_ID: text.default('fraudlink'),
-  KAFKA_SSL: flag.default(false),
+  /** Unset: on when a KAFKA_TLS_* file is given, else off (config/index.ts). */
+  KAFKA_SSL: flag.optional(),
   KAFKA_COMPRESSION: compression.default('none'),
+  KAFKA_TLS_CA: text.optional(),
+  KAFKA_TLS_CERT: text.optional(),
+  KAFKA_TLS_KEY: text.optional(),
   KAFKA_SASL_MECHANISM: saslMechanism.optional(),
   KAFKA_SASL_USERNAME: text.optional(),
   KAFKA_SASL_PASSWORD: text.optional(),
+  KAFKA_SASL_OAUTH_TOKEN_URL: httpUrl.optional(),
+  KAFKA_SASL_OAUTH_CLIENT_ID: text.optional(),
+  KAFKA_SASL_OAUTH_CLIENT_SECRET: text.optional(),
+  KAFKA_SASL_OAUTH_SCOPE: text.optional(),
 };
 
 /** Variables of the schema registry (the Avro topics; the connector's cursor is JSON). */
 export const registryEnv = {
+  ...insecureTransportEnv,
   SCHEMA_REGISTRY_URL: httpUrl,
   SCHEMA_REGISTRY_USERNAME: text.optional(),
   SCHEMA_REGISTRY_PASSWORD: text.optional(),
+  SCHEMA_REGISTRY_TLS_CA: text.optional(),
+  SCHEMA_REGISTRY_TLS_CERT: text.optional(),
+  SCHEMA_REGISTRY_TLS_KEY: text.optional(),
 };
 
 export const alertsEnv = {

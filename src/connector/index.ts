@@ -70,8 +70,20 @@ async function wire(
   const kafka: KafkaClient = createKafkaClient({ config: config.kafka, logger });
   const admin = await kafka.admin({ signal });
   let cursorMaxBytes: number | undefined;
+  let eventMaxBytes: number;
+  let dlqMaxBytes: number;
   try {
     await step('provisioning the topics', admin.provisionTopics(connectorTopics(config)));
+    // Checked uncompressed whatever the codec: a row whose event does not fit goes to the DLQ, cut
+    // down there if it must be, rather than failing its page's transaction at every restart.
+    eventMaxBytes = await step(
+      "reading the alerts topic's max.message.bytes",
+      admin.maxMessageBytes(config.topics.alertsTopic),
+    );
+    dlqMaxBytes = await step(
+      "reading the alerts DLQ topic's max.message.bytes",
+      admin.maxMessageBytes(config.topics.alertsDlqTopic),
+    );
     // A compressed batch's size is known only once kafkajs compressed it: the broker judges those.
     if ((config.kafka.compression ?? 'none') === 'none') {
       cursorMaxBytes = await step(
@@ -97,6 +109,7 @@ async function wire(
       timeoutMs: config.api.timeoutMs,
       cursorParam: config.connector.cursorParam,
       ...(config.api.tls && { tls: config.api.tls }),
+      sandboxUpstream: config.allowSandboxUpstream ? 'allow' : 'refuse',
     },
     schemas: {
       AlertUpserted: { schemaId: encoders.AlertUpserted.schemaId, subject: encoders.AlertUpserted.subject },
@@ -107,6 +120,7 @@ async function wire(
     },
     logLevel: logger.level,
     readAhead: PAGE_READ_AHEAD,
+    eventMaxBytes,
     onRetry: retryReporter(metrics, log),
     logger: log,
   });
@@ -125,6 +139,7 @@ async function wire(
         config,
         logger: log,
         signal: stopping,
+        dlqMaxBytes,
         ...(cursorMaxBytes && { cursorMaxBytes }),
       }),
     metrics,

@@ -2,6 +2,7 @@ import type { ConnectorConfig } from '../config/index.ts';
 import { AbortedError, ErrorCodes, findError, KafkaError } from '../errors.ts';
 import {
   batchBytes,
+  fitForDlq,
   type KafkaClient,
   type OutgoingRecord,
   type ReadTopicOptions,
@@ -12,7 +13,8 @@ import { unlessAborted } from '../retry.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
 import type { Batch, PublishSession } from './connector.ts';
 import { type CursorRecord, CursorTracker, parseCursorRecord, serializeCursorRecord } from './cursor.ts';
-import type { AlertEncoders } from './prepare.ts';
+
+import { type AlertEncoders, eventRecord } from './prepare.ts';
 import type { AlertEvent } from './rows.ts';
 
 export type { AlertEncoders };
@@ -168,6 +170,11 @@ export interface SessionDeps {
    */
   cursorMaxBytes?: number;
   /**
+   * The alerts DLQ topic's `max.message.bytes`: a larger DLQ copy is cut down to it, with the
+   * `dlq-truncated` header (fitForDlq). Unset, copies go whole.
+   */
+  dlqMaxBytes?: number;
+  /**
    * Ends the producer's creation and the cursor read (AbortedError): SIGTERM while Kafka is away or a
    * transaction is waited out.
    */
@@ -202,16 +209,10 @@ export async function openKafkaSession(deps: SessionDeps): Promise<PublishSessio
   const toRecords = (batch: Batch, cursorRecord: OutgoingRecord): OutgoingRecord[] => {
     const records: OutgoingRecord[] = new Array(batch.events.length);
     for (let i = 0; i < batch.events.length; i++) {
-      const { type, key, value, eventId, alertId } = batch.events[i] as Batch['events'][number];
-      records[i] = {
-        topic: topics.alertsTopic,
-        key,
-        value,
-        headers: { 'event-type': type, 'event-id': eventId, 'alert-id': alertId },
-      };
+      records[i] = eventRecord(topics.alertsTopic, batch.events[i] as Batch['events'][number]);
     }
     for (const r of batch.rejected) {
-      records.push({
+      const copy: OutgoingRecord = {
         topic: topics.alertsDlqTopic,
         key: r.id,
         value: Buffer.from(r.raw, 'utf8'),
@@ -221,7 +222,8 @@ export async function openKafkaSession(deps: SessionDeps): Promise<PublishSessio
           source: 'export',
           'observed-at': new Date(r.observedAt).toISOString(),
         },
-      });
+      };
+      records.push(deps.dlqMaxBytes === undefined ? copy : fitForDlq(copy, deps.dlqMaxBytes));
     }
     records.push(cursorRecord);
     return records;

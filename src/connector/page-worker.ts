@@ -33,7 +33,12 @@ const encoders = {
   ),
 };
 const source = readAhead(
-  localPageSource({ feed: api, encoders, onRetry: (retry) => post({ type: 'retry', ...retry }) }),
+  localPageSource({
+    feed: api,
+    encoders,
+    ...(data.eventMaxBytes !== undefined && { limits: { eventMaxBytes: data.eventMaxBytes } }),
+    onRetry: (retry) => post({ type: 'retry', ...retry }),
+  }),
   data.readAhead,
 );
 const requests = new Map<number, AbortController>();

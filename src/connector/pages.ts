@@ -1,7 +1,7 @@
 import { caughtUp } from '../api/export-cursor.ts';
 import { AbortedError } from '../errors.ts';
 import type { ExportRequest } from './cursor.ts';
-import { type AlertEncoders, type PreparedPage, preparePage } from './prepare.ts';
+import { type AlertEncoders, type PageLimits, type PreparedPage, preparePage } from './prepare.ts';
 
 export interface ExportPage {
   rows: unknown[];
@@ -36,6 +36,7 @@ export interface PageSource {
 export interface PageSourceOptions {
   feed: ExportFeed;
   encoders: AlertEncoders;
+  limits?: PageLimits;
   onRetry: (retry: PageRetry) => void;
   now?: () => number;
 }
@@ -54,7 +55,7 @@ export function localPageSource(options: PageSourceOptions): PageSource {
         onRetry: ({ delayMs, error }) =>
           options.onRetry({ code: (error as { code?: string }).code ?? 'UNKNOWN', delayMs }),
       });
-      return preparePage(page.rows, page.nextCursor, now(), options.encoders);
+      return preparePage(page.rows, page.nextCursor, now(), options.encoders, options.limits);
     },
     async close() {},
   };

@@ -1,11 +1,16 @@
 import type { Encoder } from '../kafka/avro-encoder.ts';
+import { batchBytes } from '../kafka/records.ts';
+import type { OutgoingRecord } from '../kafka/types.ts';
 import {
   type AlertEvent,
   type EventType,
   fingerprintOf,
+  type MappedRow,
   mapRow,
   type RowErrorCode,
+  RowErrorCodes,
   rowFingerprintOf,
+  rowText,
 } from './rows.ts';
 
 /**
@@ -52,6 +57,36 @@ export interface PreparedRejection {
 
 export type AlertEncoders = Record<EventType, Encoder<AlertEvent>>;
 
+/** What a page's events must fit in. */
+export interface PageLimits {
+  /**
+   * The alerts topic's `max.message.bytes`: an event larger than this as a record batch of its own
+   * (key, Avro value and headers, uncompressed) goes to the DLQ as ROW_TOO_LARGE instead, so that one
+   * row never fails its page's transaction. Unset, nothing is checked.
+   */
+  eventMaxBytes?: number;
+}
+
+/** The alerts-topic record of an event: its key, value and headers as published. */
+export function eventRecord(
+  topic: string,
+  event: { type: EventType; key: string; value: Buffer; eventId: string; alertId: string },
+): OutgoingRecord {
+  return {
+    topic,
+    key: event.key,
+    value: event.value,
+    headers: { 'event-type': event.type, 'event-id': event.eventId, 'alert-id': event.alertId },
+  };
+}
+
+/**
+ * Bytes an event's record could take beyond its value, computed from string lengths only (a UTF-16
+ * unit is at most 3 UTF-8 bytes): below the limit by this much, the exact size is not computed.
+ */
+const eventBytesBound = (event: AlertEvent, valueBytes: number): number =>
+  valueBytes + 3 * (event.alertId.length + event.iban.length) + 256;
+
 /** Room for a typical event (~150 bytes framed); the buffer doubles when a page needs more. */
 const BYTES_PER_ROW_HINT = 256;
 
@@ -65,6 +100,7 @@ export function preparePage(
   nextCursor: string | null,
   observedAt: number,
   encoders: AlertEncoders,
+  limits: PageLimits = {},
 ): PreparedPage {
   const kinds = new Uint8Array(rows.length);
   const updatedAt: number[] = [];
@@ -77,21 +113,24 @@ export function preparePage(
   // Not pooled: its whole ArrayBuffer is ours to transfer.
   let values = Buffer.allocUnsafeSlow(Math.max(1, rows.length) * BYTES_PER_ROW_HINT);
   let offset = 0;
+  const reject = (i: number, raw: unknown, mapped: Extract<MappedRow, { ok: false }>) => {
+    kinds[i] = KIND_REJECTED;
+    const text = rowText(raw, mapped.code);
+    rejected.push({
+      raw: text,
+      code: mapped.code,
+      message: mapped.message,
+      id: mapped.id,
+      updatedAt: mapped.updatedAt,
+      fingerprint: fingerprintOf(text),
+      observedAt,
+    });
+  };
   for (let i = 0; i < rows.length; i++) {
     const raw = rows[i];
     const mapped = mapRow(raw, observedAt);
     if (!mapped.ok) {
-      kinds[i] = KIND_REJECTED;
-      const text = JSON.stringify(raw) ?? 'null';
-      rejected.push({
-        raw: text,
-        code: mapped.code,
-        message: mapped.message,
-        id: mapped.id,
-        updatedAt: mapped.updatedAt,
-        fingerprint: fingerprintOf(text),
-        observedAt,
-      });
+      reject(i, raw, mapped);
       continue;
     }
     const { event, type } = mapped;
@@ -102,6 +141,18 @@ export function preparePage(
       values.copy(bigger, 0, 0, offset);
       values = bigger;
       end = encoder.encodeInto(event, values, offset);
+    }
+    const tooLarge = oversized(event, type, values.subarray(offset, end), limits.eventMaxBytes);
+    if (tooLarge !== undefined) {
+      // Its encoded bytes stay behind `offset`, overwritten by the next event.
+      reject(i, raw, {
+        ok: false,
+        code: RowErrorCodes.TOO_LARGE,
+        message: tooLarge,
+        id: event.alertId,
+        updatedAt: event.updatedAt,
+      });
+      continue;
     }
     offset = end;
     kinds[i] = type === 'AlertUpserted' ? KIND_UPSERTED : KIND_DEACTIVATED;
@@ -124,6 +175,22 @@ export function preparePage(
     ends: Uint32Array.from(ends),
     rejected,
   };
+}
+
+/** Why an event is too large for its topic, or undefined when it fits (or nothing is checked). */
+function oversized(
+  event: AlertEvent,
+  type: EventType,
+  value: Buffer,
+  maxBytes: number | undefined,
+): string | undefined {
+  if (maxBytes === undefined || eventBytesBound(event, value.length) <= maxBytes) return undefined;
+  const bytes = batchBytes([eventRecord('', { type, key: event.iban, value, ...event })]);
+  if (bytes <= maxBytes) return undefined;
+  return (
+    `the row's ${type} event is ${bytes} bytes, over the alerts topic's max.message.bytes ` +
+    `(${maxBytes}): a field of the row is far larger than an alert's`
+  );
 }
 
 /** Event `i`'s value: a view into the page's packed buffer, not a copy. */

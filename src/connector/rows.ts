@@ -33,6 +33,10 @@ export const RowErrorCodes = {
   IS_ACTIVE_INVALID: 'ROW_IS_ACTIVE_INVALID',
   REPORTS_COUNT_INVALID: 'ROW_REPORTS_COUNT_INVALID',
   BIC_INVALID: 'ROW_BIC_INVALID',
+  /** Nested deeper than MAX_ROW_DEPTH: JSON.stringify would overflow the stack on it. */
+  TOO_DEEP: 'ROW_TOO_DEEP',
+  /** Its event is larger than the alerts topic takes (a field of absurd size). */
+  TOO_LARGE: 'ROW_TOO_LARGE',
 } as const;
 
 export type RowErrorCode = (typeof RowErrorCodes)[keyof typeof RowErrorCodes];
@@ -42,6 +46,19 @@ export type MappedRow =
   | { ok: false; code: RowErrorCode; message: string; id: string | null; updatedAt: number | null };
 
 const MAX_INT32 = 2 ** 31 - 1;
+
+/**
+ * Deepest nesting of objects and arrays a row may have, the row itself being level 1. A feed row is
+ * flat (its `qualification` at most an object); 20,000 levels make JSON.stringify throw RangeError.
+ */
+export const MAX_ROW_DEPTH = 64;
+
+/**
+ * Longest alert id published, in characters. The cursor record keeps the id of every alert published
+ * at the high-water mark: a few ids of hundreds of kB there would make it larger than the offsets
+ * topic takes, and stop the connector.
+ */
+export const MAX_ALERT_ID_CHARS = 1024;
 const knownQualifications: ReadonlySet<string> = new Set(Qualifications);
 
 /**
@@ -87,8 +104,99 @@ function reject(code: RowErrorCode, message: string, row: Record<string, unknown
   return { ok: false, code, message, id: idOf(row.id), updatedAt: parseInstant(row.updatedAt) };
 }
 
+const isContainer = (value: unknown): value is object => typeof value === 'object' && value !== null;
+
+type Pending = [node: object, depth: number][];
+
+/**
+ * Queues the containers among `node`'s children (at `depth + 1`); true when one lies deeper than
+ * `limit`. for...in, not Object.values: no array per row on the connector's hot path.
+ */
+function queueChildren(node: object, depth: number, limit: number, pending: Pending): boolean {
+  if (Array.isArray(node)) {
+    for (const child of node) {
+      if (!isContainer(child)) continue;
+      if (depth >= limit) return true;
+      pending.push([child, depth + 1]);
+    }
+    return false;
+  }
+  for (const key in node) {
+    const child = (node as Record<string, unknown>)[key];
+    if (!isContainer(child)) continue;
+    if (depth >= limit) return true;
+    pending.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/**
+ * True when objects and arrays nest deeper than `limit` levels in `value` (itself level 1). Walks
+ * with a list of its own, never recursion, so that any depth is measured.
+ */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  if (!isContainer(value)) return false;
+  if (limit < 1) return true;
+  const pending: Pending = [[value, 1]];
+  while (pending.length > 0) {
+    const [node, depth] = pending.pop() as Pending[number];
+    if (queueChildren(node, depth, limit, pending)) return true;
+  }
+  return false;
+}
+
+/**
+ * The JSON text JSON.stringify gives for a value parsed from JSON, at any depth: written with a
+ * stack of its own rather than recursion, for rows too deep for JSON.stringify.
+ */
+export function deepJson(value: unknown): string {
+  const out: string[] = [];
+  type Frame = { close: string; entries: [string | null, unknown][]; next: number };
+  const frames: Frame[] = [];
+  const open = (node: unknown): void => {
+    if (!isContainer(node)) {
+      out.push(JSON.stringify(node) ?? 'null');
+      return;
+    }
+    const array = Array.isArray(node);
+    const entries: [string | null, unknown][] = array
+      ? node.map((v): [null, unknown] => [null, v])
+      : Object.entries(node).filter(([, v]) => v !== undefined && typeof v !== 'function');
+    out.push(array ? '[' : '{');
+    frames.push({ close: array ? ']' : '}', entries, next: 0 });
+  };
+  open(value);
+  while (frames.length > 0) {
+    const frame = frames.at(-1) as Frame;
+    if (frame.next === frame.entries.length) {
+      out.push(frame.close);
+      frames.pop();
+      continue;
+    }
+    const [key, child] = frame.entries[frame.next] as [string | null, unknown];
+    if (frame.next++ > 0) out.push(',');
+    if (key !== null) out.push(`${JSON.stringify(key)}:`);
+    open(child);
+  }
+  return out.join('');
+}
+
+/** The row's text for its DLQ copy and fingerprint: JSON.stringify's, at any depth. */
+export function rowText(raw: unknown, code: RowErrorCode | undefined): string {
+  if (code === RowErrorCodes.TOO_DEEP) return deepJson(raw);
+  return JSON.stringify(raw) ?? 'null';
+}
+
 /** Turns one export row into an event, or names the first rule it breaks (SPEC §4). */
 export function mapRow(raw: unknown, observedAt: number): MappedRow {
+  if (nestedDeeperThan(raw, MAX_ROW_DEPTH)) {
+    const row = (Array.isArray(raw) ? {} : raw) as Record<string, unknown>;
+    return reject(
+      RowErrorCodes.TOO_DEEP,
+      `row nests objects and arrays deeper than ${MAX_ROW_DEPTH} levels`,
+      row,
+    );
+  }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     return {
       ok: false,
@@ -110,6 +218,13 @@ export function mapRow(raw: unknown, observedAt: number): MappedRow {
       );
     }
     return reject(RowErrorCodes.ID_MISSING, 'id is missing or not a string or number', row);
+  }
+  if (alertId.length > MAX_ALERT_ID_CHARS) {
+    return reject(
+      RowErrorCodes.TOO_LARGE,
+      `id is ${alertId.length} characters, over the ${MAX_ALERT_ID_CHARS} an alert id may have`,
+      row,
+    );
   }
   if (typeof row.iban !== 'string' || row.iban.trim() === '') {
     return reject(RowErrorCodes.IBAN_MISSING, 'iban is missing', row);

@@ -1,6 +1,7 @@
-import type { TlsFiles } from '../api/types.ts';
+import type { SandboxUpstream, TlsFiles } from '../api/types.ts';
 import {
   AbortedError,
+  ConfigError,
   ErrorCodes,
   type FraudlinkError,
   InvalidInputError,
@@ -21,11 +22,20 @@ import type { PreparedPage } from './prepare.ts';
 /** The messages between the connector's main thread and its page worker (page-worker.ts). */
 
 export interface PageWorkerData {
-  api: { baseUrl: string; apiKey: string; timeoutMs: number; cursorParam: string; tls?: TlsFiles };
+  api: {
+    baseUrl: string;
+    apiKey: string;
+    timeoutMs: number;
+    cursorParam: string;
+    tls?: TlsFiles;
+    sandboxUpstream: SandboxUpstream;
+  };
   /** The ids the registry gave the alert schemas at start; the worker loads the schemas itself. */
   schemas: Record<'AlertUpserted' | 'AlertDeactivated', { schemaId: number; subject: string }>;
   logLevel: string;
   readAhead: number;
+  /** The alerts topic's max.message.bytes: a larger event goes to the DLQ (PageLimits). */
+  eventMaxBytes?: number;
 }
 
 export type ToWorker =
@@ -44,6 +54,8 @@ export interface SerializedError extends UpstreamErrorDetails {
   code: string | undefined;
   message: string;
   rule?: string;
+  /** A ConfigError's (the sandbox refused as the upstream). */
+  problems?: { variable: string; message: string }[];
   stack?: string;
 }
 
@@ -57,6 +69,7 @@ export function serializeError(err: unknown): SerializedError {
   };
   if (e.stack !== undefined) out.stack = e.stack;
   if (typeof e.rule === 'string') out.rule = e.rule;
+  if (err instanceof ConfigError) out.problems = err.problems.map((p) => ({ ...p }));
   for (const k of ['status', 'method', 'path', 'bodyExcerpt', 'retryAfterMs'] as const) {
     if (e[k] !== undefined) (out as unknown as Record<string, unknown>)[k] = e[k];
   }
@@ -78,12 +91,13 @@ const upstreamClasses: Record<string, UpstreamErrorClass> = {
 
 /** The same error class and details on this side; an error of no known code stays a plain Error (a bug). */
 export function reviveError(s: SerializedError): Error {
-  const { name, code, message, rule, stack, ...details } = s;
+  const { name, code, message, rule, problems, stack, ...details } = s;
   let err: Error;
   const Upstream = code === undefined ? undefined : upstreamClasses[code];
   if (Upstream) err = new Upstream(message, details);
   else if (code === ErrorCodes.ABORTED) err = new AbortedError(message);
   else if (code === ErrorCodes.INVALID_INPUT) err = new InvalidInputError(rule ?? 'UNKNOWN', message);
+  else if (code === ErrorCodes.CONFIG_INVALID) err = new ConfigError(problems ?? []);
   else {
     err = new Error(message);
     err.name = name;

@@ -99,6 +99,8 @@ async function checkConnector(layout: string, stack: { brokers: string; registry
       [launcher, 'connector'],
       env({
         API_BASE_URL: ready.url,
+        // The sandbox marks its answers; without this the component refuses it as its upstream.
+        ALLOW_SANDBOX_UPSTREAM: 'true',
         API_KEY: 'sandbox-key',
         KAFKA_BROKERS: stack.brokers,
         SCHEMA_REGISTRY_URL: stack.registryUrl,

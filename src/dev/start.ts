@@ -47,6 +47,8 @@ const sandbox = createSandbox({
 const { url } = await sandbox.start();
 const env = {
   API_BASE_URL: url,
+  // The sandbox marks its answers; without this the component refuses it as its upstream.
+  ALLOW_SANDBOX_UPSTREAM: 'true',
   API_KEY: 'sandbox-key',
   KAFKA_BROKERS: stack.brokers,
   SCHEMA_REGISTRY_URL: stack.registryUrl,

@@ -160,6 +160,12 @@ export function wrapAdmin(admin: Admin): KafkaAdmin {
       return (result[0]?.partitions ?? []).map((p) => ({ partition: p.partition, offset: p.offset }));
     },
 
+    async describeGroup(groupId) {
+      const { groups } = await call(`describe group ${groupId}`, () => admin.describeGroups([groupId]));
+      const group = groups.find((g) => g.groupId === groupId);
+      return { state: group?.state ?? 'Dead', members: (group?.members ?? []).map((m) => m.memberId) };
+    },
+
     async maxMessageBytes(topic) {
       const described = await call(`describe configs of ${topic}`, () =>
         admin.describeConfigs({

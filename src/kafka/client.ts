@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
 import type { KafkaConfig as KafkajsConfig, SASLOptions } from '@fraudlink/kafkajs';
 import type { KafkaConfig } from '../config/index.ts';
 import type { Logger } from '../logger.ts';
@@ -8,7 +10,9 @@ import { cacheCoordinatorLookups } from './coordinator-cache.ts';
 import { toKafkaError } from './errors.ts';
 import kafkajs from './kafkajs.ts';
 import { pinoLogCreator } from './logging.ts';
+import { createOAuthTokenSource } from './oauth.ts';
 import { createProducer, createTransactionalProducer } from './producer.ts';
+import { readRecordFrom } from './read-record.ts';
 import { readTopic } from './read-topic.ts';
 import { noDelaySocketFactory } from './socket.ts';
 import type { KafkaAdmin, KafkaClient } from './types.ts';
@@ -25,10 +29,30 @@ export interface KafkaClientOptions {
   requestTimeoutMs?: number;
 }
 
-function saslOf(config: KafkaConfig): SASLOptions | undefined {
+function saslOf(config: KafkaConfig, logger: Logger): SASLOptions | undefined {
   const sasl = config.sasl;
   if (!sasl) return undefined;
+  if (sasl.mechanism === 'oauthbearer') {
+    const tokens = createOAuthTokenSource(sasl, logger);
+    return { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: await tokens.token() }) };
+  }
   return { mechanism: sasl.mechanism, username: sasl.username, password: sasl.password } as SASLOptions;
+}
+
+/**
+ * kafkajs's `ssl`: Node's TLS options with the KAFKA_TLS_* files (read here; the configuration has
+ * checked them at start). Node verifies the broker's certificate against `ca` (else its own CA list)
+ * and its host name (`checkServerIdentity`): neither is ever switched off.
+ */
+export function tlsOptionsOf(config: KafkaConfig): boolean | ConnectionOptions {
+  if (!config.ssl) return false;
+  const files = config.tls;
+  if (!files) return true;
+  return {
+    ...(files.caFile && { ca: readFileSync(files.caFile) }),
+    ...(files.certFile && { cert: readFileSync(files.certFile) }),
+    ...(files.keyFile && { key: readFileSync(files.keyFile) }),
+  };
 }
 
 export function createKafkaClient({
@@ -42,14 +66,14 @@ export function createKafkaClient({
   const options: KafkajsConfig = {
     clientId: config.clientId,
     brokers: config.brokers,
-    ssl: config.ssl,
+    ssl: tlsOptionsOf(config),
     connectionTimeout: 5000,
     requestTimeout: requestTimeoutMs,
     logCreator: pinoLogCreator(log),
     retry: retry ?? { initialRetryTime: 100, retries: 8 },
     socketFactory: noDelaySocketFactory,
   };
-  const sasl = saslOf(config);
+  const sasl = saslOf(config, log);
   if (sasl) options.sasl = sasl;
   const kafka = new Kafka(options);
 
@@ -82,6 +106,14 @@ export function createKafkaClient({
       }
       try {
         await readTopic(kafka, a, topic, onRecords, o);
+      } finally {
+        await a.close();
+      }
+    },
+    async readRecordFrom(topic, partition, offset, o) {
+      const a = await admin(o.signal && { signal: o.signal });
+      try {
+        return await readRecordFrom(kafka, a, topic, partition, offset, o);
       } finally {
         await a.close();
       }

@@ -38,12 +38,12 @@ import { kafkajsPath } from './kafkajs-path.ts';
  * against 0.32 ms for ZSTD, on this machine), so its compression stays asynchronous, as kafkajs
  * has it.
  *
- * A batch that does not decompress fails the fetch with a KafkaError naming its codec: the consumer
- * stops before its offsets move (SPEC §7) rather than skip records it could not read. So does a
- * batch that would decompress to more than `MAX_DECOMPRESSED_BYTES`, checked before any output is
- * allocated: a small batch of one compressed run of zeros (a "bomb", by mistake or malice: ZSTD
- * turns 1 MB into tens of GB) would otherwise take the process's memory, and the container would
- * be killed with no word of why, again at every restart.
+ * A batch that does not decompress fails with a KafkaError naming its codec and compressed size. So
+ * does a batch that would decompress to more than `MAX_DECOMPRESSED_BYTES`, checked before any
+ * output is allocated: a small batch of one compressed run of zeros (a "bomb", by mistake or
+ * malice: ZSTD turns 1 MB into tens of GB) would otherwise take the process's memory, and the
+ * container would be killed with no word of why, again at every restart. The fetch does not fail:
+ * unreadable-batches.ts turns the batch into one record that says so, at its last offset.
  *
  * A fetch response's batches decompress to at most its budget together (fetch-budget.ts: the
  * fetch's `maxBytes`, at most `MAX_DECOMPRESSED_BYTES`), checked the same way. Its first compressed
@@ -258,7 +258,10 @@ export const CODECS = createCodecs();
 export const CODEC_IDS: Record<KafkaCompression, number> = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 };
 
 /** Registers the codecs with kafkajs: Snappy, LZ4 and ZSTD, and gzip in place of its own. */
-export function installCodecs({ CompressionCodecs, CompressionTypes }: typeof Kafkajs): void {
+export function installCodecs({
+  CompressionCodecs,
+  CompressionTypes,
+}: Pick<typeof Kafkajs, 'CompressionCodecs' | 'CompressionTypes'>): void {
   CompressionCodecs[CompressionTypes.GZIP] = () => CODECS.GZIP;
   CompressionCodecs[CompressionTypes.Snappy] = () => CODECS.Snappy;
   CompressionCodecs[CompressionTypes.LZ4] = () => CODECS.LZ4;

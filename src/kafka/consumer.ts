@@ -30,6 +30,7 @@ export function createGroupConsumer(kafka: Kafka, options: GroupConsumerOptions)
   };
   const consumer = kafka.consumer({
     groupId: options.groupId,
+    allowAutoTopicCreation: false,
     readUncommitted: options.isolation === 'read_uncommitted',
     maxBytes: 64 * 1024 * 1024,
     maxBytesPerPartition: 8 * 1024 * 1024,

@@ -1,19 +1,16 @@
 import assert from 'node:assert';
 import { createRequire } from 'node:module';
 import { forgetCoordinators } from './coordinator-cache.ts';
+import { fixState } from './fixes/state.ts';
 import { kafkajsPath } from './kafkajs-path.ts';
-import {
-  type EndTxnV5Result,
-  memberTxnOffsetCommitVersion,
-  transactionV2For,
-  type txnOffsetCommitFlexible,
-  type Versions,
-} from './transaction-v2.ts';
-import type { GroupMembership } from './types.ts';
+import type { EndTxnV5Result } from './protocol/end-txn-v5.ts';
+import type { Versions } from './protocol/flexible-request.ts';
+import { memberTxnOffsetCommitVersion, type txnOffsetCommitFlexible } from './protocol/txn-offset-commit.ts';
+import { transactionV2For } from './transaction-v2.ts';
 
 /**
  * kafkajs's eosManager (producer/eosManager/index.js, kafkajs 2.2.4) with Kafka's transaction
- * protocol v2 beside its v1 (transaction-v2.ts). The v1 flow is kafkajs's, step for step. A
+ * protocol v2 beside its v1 (fixes/transaction-protocol-v2.ts). The v1 flow is kafkajs's, step for step. A
  * transaction takes v2 when, at its first request, the cluster finalizes `transaction.version` 2
  * and the transaction coordinator offers the v2 requests, unless its transactional id is kept on v1
  * (`keepTransactionProtocolV1`); it keeps that protocol to its end. On v2:
@@ -41,26 +38,21 @@ import type { GroupMembership } from './types.ts';
  * A producer whose v1 transaction ended with a partition's sequence moved back by kafkajs after a
  * failed Produce (the batch possibly written) refuses to begin another (`unresolvedSequences`).
  *
- * Installed in the CommonJS cache in place of kafkajs's module (kafkajs.ts), so kafkajs's producer
- * creates it.
+ * Installed in the CommonJS cache in place of kafkajs's module (fixes/transaction-protocol-v2.ts), so
+ * kafkajs's producer creates it.
  */
 
 const require = createRequire(import.meta.url);
 
 export const eosManagerModulePath = kafkajsPath('producer/eosManager/index.js');
 
-const MEMBERSHIPS = Symbol.for('fraudlink.kafkajs.offsetsMemberships');
-(globalThis as Record<symbol, unknown>)[MEMBERSHIPS] ??= new WeakMap<object, GroupMembership>();
 /**
  * The consumer group member whose offsets a transaction commits, by the `topics` list handed to
  * kafkajs's `sendOffsets` (which passes on only the group id and that list, as it is): the
- * TxnOffsetCommit then carries the member's generation and id (KIP-447). Per process, like the
- * eosManager it feeds.
+ * TxnOffsetCommit then carries the member's generation and id (KIP-447). One per process
+ * (fixes/state.ts), like the eosManager it feeds.
  */
-export const offsetsMemberships = (globalThis as Record<symbol, unknown>)[MEMBERSHIPS] as WeakMap<
-  object,
-  GroupMembership
->;
+export const offsetsMemberships = fixState.offsetsMemberships;
 
 interface Logger {
   debug(message: string, extra?: object): void;

@@ -1,10 +1,11 @@
 import { AbortedError, FencedError, KafkaError } from '../errors.ts';
+import { securityErrorOf } from './security-errors.ts';
 import type { TopicPartitionError } from './topic-errors.ts';
 
 /**
  * The fencing errors, by the broker's error types. Brokers answer kafkajs's old request versions
  * with INVALID_PRODUCER_EPOCH (47), newer versions (transaction protocol v2) with PRODUCER_FENCED
- * (90, known to kafkajs through kafkajs.ts's fix 12). INVALID_PRODUCER_ID_MAPPING (49): the
+ * (90, known to kafkajs through fixes/kafka-error-codes.ts). INVALID_PRODUCER_ID_MAPPING (49): the
  * coordinator no longer knows this producer's id, e.g. after a newer instance took the
  * transactional id over, or after it expired idle; `transaction()` (producer.ts) takes a new
  * producer id once for the latter before reporting it.
@@ -67,25 +68,42 @@ export function isFencing(err: unknown): boolean {
 }
 
 /**
- * A topic's answers to a Produce (or, on transaction protocol v1, AddPartitionsToTxn) that no retry
- * changes, and that concern that topic alone: the producer may not write to it (an ACL), or the
- * topic's own settings refuse the records (`max.message.bytes`; record validation or timestamp limits).
+ * Errors a Produce, AddPartitionsToTxn or Metadata answer may name a topic partition with that are
+ * the producer's or the transaction's state, not the topic's: fencing, sequence numbers, the
+ * transactional id's ACL, a partition not attempted because another failed.
  */
-const TOPIC_REFUSALS = new Set([
-  'TOPIC_AUTHORIZATION_FAILED',
-  'MESSAGE_TOO_LARGE',
-  'RECORD_LIST_TOO_LARGE',
-  'INVALID_RECORD',
-  'INVALID_TIMESTAMP',
+const NOT_THE_TOPICS = new Set([
+  ...FENCING_TYPES,
+  'OUT_OF_ORDER_SEQUENCE_NUMBER',
+  'DUPLICATE_SEQUENCE_NUMBER',
+  'UNKNOWN_PRODUCER_ID',
+  'INVALID_TXN_STATE',
+  'CONCURRENT_TRANSACTIONS',
+  'TRANSACTIONAL_ID_AUTHORIZATION_FAILED',
+  'CLUSTER_AUTHORIZATION_FAILED',
+  'OPERATION_NOT_ATTEMPTED',
+  'UNSUPPORTED_VERSION',
 ]);
 
-/** Each topic that refused `err`'s records for good (TOPIC_REFUSALS), with the refusals it answered. */
+/**
+ * Whether a topic's answer refuses its records for good: any error Kafka does not call retriable
+ * (an ACL, `max.message.bytes`, an invalid name, a create-topic policy, record validation, ...),
+ * and UNKNOWN_TOPIC_OR_PARTITION, which outlasting the client's retries means a topic deleted; not
+ * the producer's own state (NOT_THE_TOPICS). A retriable error (a leader moving, too few replicas
+ * in sync) is the cluster's trouble, not the topic's refusal.
+ */
+function refusesForGood(error: TopicPartitionError): boolean {
+  if (NOT_THE_TOPICS.has(error.type)) return false;
+  return !error.retriable || error.type === 'UNKNOWN_TOPIC_OR_PARTITION';
+}
+
+/** Each topic that refused `err`'s records for good (refusesForGood), with the refusals it answered. */
 function topicRefusals(err: unknown): Map<string, Set<string>> {
   const refusals = new Map<string, Set<string>>();
   for (const e of causeChain(err)) {
     const { topicErrors } = e as { topicErrors?: TopicPartitionError[] };
     for (const t of topicErrors ?? []) {
-      if (!TOPIC_REFUSALS.has(t.type)) continue;
+      if (!refusesForGood(t)) continue;
       const types = refusals.get(t.topic) ?? new Set<string>();
       types.add(t.type);
       refusals.set(t.topic, types);
@@ -95,8 +113,9 @@ function topicRefusals(err: unknown): Map<string, Set<string>> {
 }
 
 /**
- * The topics that refused a failed send or transaction's records for good (see TOPIC_REFUSALS), as
- * the broker named them (topic-errors.ts); empty when the failure is not such a refusal.
+ * The topics that refused a failed send or transaction's records for good (see refusesForGood), as
+ * the broker named them (topic-errors.ts); empty when the failure is not such a refusal. The
+ * caller decides whose topic it is: a refusal by one of fraudlink's own topics stops it.
  */
 export function refusedTopicsOf(err: unknown): string[] {
   return [...topicRefusals(err).keys()];
@@ -116,11 +135,14 @@ export function oversizeTopicsOf(err: unknown): string[] {
 }
 
 /**
- * kafkajs errors into the project's model: fencing is FencedError, the rest KafkaError keeping
- * kafkajs's verdict. An abort (AbortedError) stays one.
+ * kafkajs errors into the project's model: Kafka's refusal of fraudlink's TLS settings or
+ * credentials is KafkaTlsError or KafkaAuthenticationError, fencing is FencedError, the rest
+ * KafkaError keeping kafkajs's verdict. An abort (AbortedError) stays one.
  */
 export function toKafkaError(err: unknown, what: string): Error {
   if (err instanceof KafkaError || err instanceof FencedError || err instanceof AbortedError) return err;
+  const refused = securityErrorOf(err, what);
+  if (refused) return refused;
   if (isFencing(err)) {
     // The broker answers the same for a transaction it aborted after transaction.timeout.ms: the
     // producer's epoch is stale either way and only a new producer can go on.

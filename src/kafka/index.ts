@@ -1,5 +1,10 @@
 export { avroEncoder } from './avro-encoder.ts';
 export { createKafkaClient, type KafkaClientOptions } from './client.ts';
+export {
+  DLQ_TRUNCATED_HEADER,
+  type FitForDlqOptions,
+  fitForDlq,
+} from './dlq.ts';
 export { oversizeTopicsOf, refusedTopicsOf } from './errors.ts';
 export { batchBytes } from './records.ts';
 export {

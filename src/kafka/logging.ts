@@ -16,7 +16,7 @@ export function pinoLogCreator(logger: Logger): logCreator {
       const concurrent = (extra as { error?: string }).error?.includes(
         'another concurrent operation on the same transaction',
       );
-      // A send refused before any request, to be cut into smaller ones (kafkajs.ts, fix 15).
+      // A send refused before any request, to be cut into smaller ones (fixes/oversized-partition-batch.ts).
       if (
         message.startsWith('Limiting retries for the idempotent producer') ||
         message.startsWith(PartitionBatchTooLargeError.prefix) ||

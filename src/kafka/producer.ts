@@ -33,8 +33,13 @@ const { Partitioners } = kafkajs;
 // transaction protocol v2 (transaction-v2.ts) the broker enrols the partitions and does this retry.
 const retry = { initialRetryTime: 5, maxRetryTime: 5000, retries: 12 };
 
-/** Idempotent, one request in flight (kafkajs requires it for idempotence), Java-compatible murmur2 keys. */
-const idempotent = {
+/**
+ * Idempotent, one request in flight (kafkajs requires it for idempotence), Java-compatible murmur2
+ * keys, and never a topic created by writing to it: kafkajs's producers ask the broker to create a
+ * missing topic by default, which would let a requester's `kafka_replyTopic` create topics.
+ */
+export const producerOptions = {
+  allowAutoTopicCreation: false,
   idempotent: true,
   maxInFlightRequests: 1,
   retry,
@@ -192,7 +197,7 @@ export async function createTransactionalProducer(
     const created = kafka.producer({
       transactionalId: options.transactionalId,
       transactionTimeout: options.transactionTimeoutMs ?? 60_000,
-      ...idempotent,
+      ...producerOptions,
     });
     const initialising = (async () => {
       await created.connect();
@@ -275,7 +280,7 @@ export async function createProducer(
   compression: KafkaCompression = 'none',
 ): Promise<Producer> {
   const codec = CODEC_IDS[compression];
-  const producer = kafka.producer(idempotent);
+  const producer = kafka.producer(producerOptions);
   try {
     await producer.connect();
   } catch (err) {

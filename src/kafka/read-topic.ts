@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EachBatchPayload, Kafka } from '@fraudlink/kafkajs';
-import { AbortedError, FraudlinkError, KafkaError } from '../errors.ts';
+import { AbortedError, FraudlinkError, KafkaError, UnreadableBatchError } from '../errors.ts';
 import { retry, unlessAborted } from '../retry.ts';
 import { toKafkaError } from './errors.ts';
 import { createReadProgress, type PartitionEnd } from './read-progress.ts';
@@ -188,7 +188,12 @@ export async function readTopic(
     if (from < messages.length) {
       const records = new Array<IncomingRecord>(messages.length - from);
       for (let i = from; i < messages.length; i++) {
-        records[i - from] = toIncoming(batch.topic, batch.partition, messages[i]!);
+        const record = toIncoming(batch.topic, batch.partition, messages[i]!);
+        if (record.unreadableBatch && !options.deliverUnreadableBatches) {
+          fail(new UnreadableBatchError({ ...record.unreadableBatch, topic, partition: batch.partition }));
+          return;
+        }
+        records[i - from] = record;
       }
       try {
         await onRecords(records);

@@ -1,5 +1,5 @@
 import type { IHeaders, KafkaMessage, Message } from '@fraudlink/kafkajs';
-import type { IncomingRecord, OutgoingRecord } from './types.ts';
+import type { IncomingRecord, OutgoingRecord, UnreadableBatch } from './types.ts';
 
 export function toMessage(record: OutgoingRecord): Message {
   const message: Message = { key: record.key, value: record.value };
@@ -15,7 +15,8 @@ export function toMessage(record: OutgoingRecord): Message {
  * the broker refuses a batch larger than the topic's `max.message.bytes` (1 MiB by default) with
  * MESSAGE_TOO_LARGE, which is final: a 5,000-row connector transaction to a one-partition topic
  * (the DLQ, when a format change rejects every row) is ~2 MB. Below the default with room for the
- * batch's own framing. Checked per partition by kafkajs.ts's fix 15; producer.ts cuts such a send.
+ * batch's own framing. Checked per partition by fix 15 (fixes/oversized-partition-batch.ts);
+ * producer.ts cuts such a send.
  */
 export const MAX_SEND_BYTES = 900_000;
 /** A record batch's framing before its records (v2: base offset, length, epoch, magic, CRC...). */
@@ -132,7 +133,7 @@ function headersOf(headers: IHeaders | undefined): Record<string, Buffer | undef
 }
 
 export function toIncoming(topic: string, partition: number, message: KafkaMessage): IncomingRecord {
-  return {
+  const record: IncomingRecord = {
     topic,
     partition,
     offset: message.offset,
@@ -141,4 +142,8 @@ export function toIncoming(topic: string, partition: number, message: KafkaMessa
     headers: headersOf(message.headers),
     timestamp: Number(message.timestamp),
   };
+  // Only the record standing for an unreadable batch has it (unreadable-batches.ts).
+  const { unreadableBatch } = message as { unreadableBatch?: UnreadableBatch };
+  if (unreadableBatch) record.unreadableBatch = unreadableBatch;
+  return record;
 }

@@ -22,6 +22,28 @@ const NETWORK_FAILURE =
  */
 const READ_ONLY = /\bread-only mode\b|\bnot in read-write mode\b/i;
 
+/** Node's words for a registry certificate it does not trust, or one for another host. */
+const UNTRUSTED_CERTIFICATE =
+  /\bunable to verify the first certificate\b|\bself[- ]signed certificate\b|\bunable to get (local )?issuer certificate\b|\bcertificate has expired\b|\bHostname\/IP does not match\b/i;
+
+/** OpenSSL's words for the registry's TLS alert about our client certificate (missing or refused). */
+const CLIENT_CERTIFICATE_REFUSED =
+  /\balert (certificate required|bad certificate|unknown ca|certificate unknown|certificate expired|certificate revoked|access denied|handshake failure)\b/i;
+
+/**
+ * What a TLS failure means for the operator, or undefined for another failure: mappersmith words
+ * both as a status 400 whose message is Node's or OpenSSL's, their codes dropped.
+ */
+function tlsHint(message: string): string | undefined {
+  if (UNTRUSTED_CERTIFICATE.test(message)) {
+    return `the registry's TLS certificate is not trusted (${message}): SCHEMA_REGISTRY_TLS_CA must name the CA that signed it, for SCHEMA_REGISTRY_URL's host`;
+  }
+  if (CLIENT_CERTIFICATE_REFUSED.test(message)) {
+    return `the registry refused the TLS client certificate, or its absence (${message.trim()}): SCHEMA_REGISTRY_TLS_CERT and SCHEMA_REGISTRY_TLS_KEY must name one it accepts`;
+  }
+  return undefined;
+}
+
 function statusOf(err: unknown): number | undefined {
   const status = (err as { status?: unknown } | null)?.status;
   return typeof status === 'number' ? status : undefined;
@@ -87,6 +109,9 @@ const FOREIGN_BODY = /: \[object Object\]$/;
 /** A registry client failure in the project's model. */
 export function registryError(err: unknown, what: string): FraudlinkError {
   const raw = err instanceof Error ? err.message : String(err);
+  const tls = tlsHint(raw);
+  if (tls !== undefined)
+    return new SchemaRegistryError(`${what} failed: ${tls}`, { cause: err, retriable: false });
   const message = raw.replace(
     FOREIGN_BODY,
     isNotFound(err)

@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { Agent as HttpsAgent } from 'node:https';
 import { COMPATIBILITY, SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import type avro from 'avsc';
+import { LRUCache } from 'lru-cache';
 import type { RegistryConfig } from '../config/index.ts';
 import { DecodeError, SchemaRegistryError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -28,6 +31,8 @@ export interface SchemaRegistryOptions extends RegistryConfig {
   compatibility?: RegistryCompatibility;
   /** Longest time one registry HTTP request may go without a byte moving; default REGISTRY_TIMEOUT_MS. */
   timeoutMs?: number;
+  /** How many schema ids' readers, and lookups, are kept each; default SCHEMA_ID_CACHE_MAX. */
+  schemaIdCacheMax?: number;
 }
 
 /**
@@ -45,6 +50,14 @@ export const REGISTRY_TIMEOUT_MS = 10_000;
  * nor a request that timed out. A registration starts with a GET of its subject's config.
  */
 export const REGISTRY_CLIENT_RETRIES = 5;
+
+/**
+ * How many schema ids the client keeps the readers of, and the lookups (in progress, or ended in a
+ * verdict on a schema served: not Avro, not readable) of, each: the least recently used dropped
+ * first. An id unknown to the registry is not kept: it is asked again. The ids come from
+ * the values read, which anyone who writes to a topic chooses.
+ */
+export const SCHEMA_ID_CACHE_MAX = 1000;
 
 type RegistryMiddleware = NonNullable<ConstructorParameters<typeof SchemaRegistry>[0]['middlewares']>[number];
 
@@ -144,6 +157,28 @@ export function retriedAtStartUp<T>(
   });
 }
 
+/**
+ * The HTTPS agent of SCHEMA_REGISTRY_TLS_*: the CA that signed the registry's certificate (the
+ * system's CAs otherwise) and the client certificate of mutual TLS. The files were checked at start
+ * (config/tls.ts); one gone since is a SchemaRegistryError naming its variable. Keep-alive, as Node's
+ * default agent.
+ */
+function tlsAgent(tls: NonNullable<RegistryConfig['tls']>): HttpsAgent {
+  const read = (file: string | undefined, variable: string): Buffer | undefined => {
+    if (file === undefined) return undefined;
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      const reason = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+      throw new SchemaRegistryError(`${variable}: cannot read the file it names (${reason})`, { cause: err });
+    }
+  };
+  const ca = read(tls.caFile, 'SCHEMA_REGISTRY_TLS_CA');
+  const cert = read(tls.certFile, 'SCHEMA_REGISTRY_TLS_CERT');
+  const key = read(tls.keyFile, 'SCHEMA_REGISTRY_TLS_KEY');
+  return new HttpsAgent({ keepAlive: true, ...(ca && { ca }), ...(cert && { cert }), ...(key && { key }) });
+}
+
 export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegistryClient {
   const args: ConstructorParameters<typeof SchemaRegistry>[0] = {
     host: options.url,
@@ -151,6 +186,7 @@ export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegi
     middlewares: [timeoutMiddleware(options.timeoutMs ?? REGISTRY_TIMEOUT_MS)],
   };
   if (options.auth) args.auth = options.auth;
+  if (options.tls) args.agent = tlsAgent(options.tls);
   const registry = new SchemaRegistry(args, { forSchemaOptions: avroOptions() });
   const compatibility = COMPATIBILITY[options.compatibility ?? 'BACKWARD'];
   // `GET /subjects` and `GET /schemas/ids/{id}` through the client's own HTTP stack (auth, timeout,
@@ -163,8 +199,9 @@ export function createSchemaRegistry(options: SchemaRegistryOptions): SchemaRegi
     };
   };
   const listSubjects = () => api.Subject.all({});
-  const readers = new Map<number, Reader>();
-  const pending = new Map<number, Promise<Reader>>();
+  const max = options.schemaIdCacheMax ?? SCHEMA_ID_CACHE_MAX;
+  const readers = new LRUCache<number, Reader>({ max });
+  const pending = new LRUCache<number, Promise<Reader>>({ max });
 
   /**
    * The avsc type of the schema the registry serves under `schemaId`. Its type is checked first

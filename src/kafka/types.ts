@@ -22,6 +22,28 @@ export interface IncomingRecord {
   value: Buffer | null;
   headers: Record<string, Buffer | undefined>;
   timestamp: number;
+  /**
+   * Set on the one record that stands for a record batch that could not be read (unreadable-batches.ts):
+   * it sits at the batch's last offset, with no key, value or headers; handling it moves the reader
+   * past the whole batch.
+   */
+  unreadableBatch?: UnreadableBatch;
+}
+
+/** A record batch whose records could not be read: it did not decompress, or would pass the bound. */
+export interface UnreadableBatch {
+  /** The batch's base offset. */
+  firstOffset: string;
+  /** The batch's last offset (base offset + last offset delta), the standing record's own. */
+  lastOffset: string;
+  /** Kafka's name of its compression codec: gzip, snappy, lz4, zstd (or `codec N`). */
+  codec: string;
+  /** Why it could not be read (the codec's error). */
+  reason: string;
+  /** Its compressed records' size in bytes. */
+  bytes: number;
+  /** Its compressed records as they are (`bytes` long), for whoever keeps a copy. */
+  data: Buffer;
 }
 
 export interface TopicPartitionOffset {
@@ -57,6 +79,8 @@ export interface KafkaAdmin {
    */
   partitionCount(topic: string): Promise<number>;
   groupOffsets(groupId: string, topic: string): Promise<{ partition: number; offset: string }[]>;
+  /** The group's state as its coordinator reports it (`Empty`, `Stable`, `Dead`...) and its members' ids. */
+  describeGroup(groupId: string): Promise<{ state: string; members: string[] }>;
   /** The largest record batch the topic accepts: its `max.message.bytes`, or the broker's default. */
   maxMessageBytes(topic: string): Promise<number>;
   deleteTopics(topics: string[]): Promise<void>;
@@ -240,11 +264,31 @@ export interface ReadTopicOptions {
    * (then fails, retriable). `onWaiting` is called once if it must wait.
    */
   awaitOpenTransactions?: AwaitOpenTransactions;
+  /**
+   * A record batch that cannot be read (`IncomingRecord.unreadableBatch`) reaches `onRecords` as its
+   * one record when true; otherwise it ends the read with an UnreadableBatchError naming it.
+   */
+  deliverUnreadableBatches?: boolean;
 }
 
 export interface AwaitOpenTransactions {
   timeoutMs: number;
   onWaiting?: (behind: { lso: string; high: string }[]) => void;
+}
+
+/** What is at or after an offset of one partition, as a read_committed consumer sees it. */
+export type RecordFrom =
+  /** The first record delivered at or after the offset (after it: the offset held no record). */
+  | { kind: 'record'; record: IncomingRecord }
+  /** No record from the offset to the partition's last stable offset. */
+  | { kind: 'end'; end: string }
+  /** The fetch failed (a batch that does not decompress, say) or gave nothing in time. */
+  | { kind: 'unreadable'; reason: string };
+
+export interface ReadRecordOptions {
+  /** How long to wait for the record before answering `unreadable`. */
+  timeoutMs: number;
+  signal?: AbortSignal;
 }
 
 export interface TransactionalProducerOptions {
@@ -288,4 +332,14 @@ export interface KafkaClient {
     onRecords: (records: IncomingRecord[]) => void | Promise<void>,
     options?: ReadTopicOptions,
   ): Promise<void>;
+  /**
+   * The first record of `topic`'s `partition` at or after `offset` (read_committed), read by a
+   * throwaway consumer group that commits nothing.
+   */
+  readRecordFrom(
+    topic: string,
+    partition: number,
+    offset: string,
+    options: ReadRecordOptions,
+  ): Promise<RecordFrom>;
 }

@@ -1,7 +1,12 @@
 import { type AlertEvent, type AlertState, alertEventDecoder, warnSkipped } from '../alert-events.ts';
 import type { KafkaConfig, RegistryConfig } from '../config/index.ts';
-import { DecodeError } from '../errors.ts';
-import { createKafkaClient, createSchemaRegistry, type IncomingRecord } from '../kafka/index.ts';
+import { DecodeError, UnreadableBatchError } from '../errors.ts';
+import {
+  createKafkaClient,
+  createSchemaRegistry,
+  type IncomingRecord,
+  type UnreadableBatch,
+} from '../kafka/index.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 
 export type { AlertState } from '../alert-events.ts';
@@ -43,6 +48,11 @@ export interface ReplayResult {
   deactivated: number;
   skipped: number;
   /**
+   * Record batches skipped as unreadable (`skipUndecodable`), each counted once in `skipped`: which
+   * IBANs their records changed is unknown.
+   */
+  unreadableBatches: { partition: number; firstOffset: string; lastOffset: string; codec: string }[];
+  /**
    * IBANs whose latest record was skipped (`skipUndecodable`): the table holds their state before it
    * (or none), which that record may have changed.
    */
@@ -62,6 +72,7 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
     events: 0,
     deactivated: 0,
     skipped: 0,
+    unreadableBatches: [],
     uncertain: new Set(),
   };
   let live = false;
@@ -82,10 +93,38 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
   };
   const decodeOne = alertEventDecoder(registry, config.alertsTopic);
 
+  /** A batch of the topic that cannot be read: skipped with `skipUndecodable`, else the read's end. */
+  const unreadable = (record: IncomingRecord, batch: UnreadableBatch): void => {
+    const err = new UnreadableBatchError({ ...batch, topic: record.topic, partition: record.partition });
+    if (!options.skipUndecodable) throw err;
+    result.skipped++;
+    result.unreadableBatches.push({
+      partition: record.partition,
+      firstOffset: batch.firstOffset,
+      lastOffset: batch.lastOffset,
+      codec: batch.codec,
+    });
+    logger.warn(
+      {
+        err,
+        topic: record.topic,
+        partition: record.partition,
+        firstOffset: batch.firstOffset,
+        lastOffset: batch.lastOffset,
+        codec: batch.codec,
+      },
+      'skipping a record batch that cannot be read: the state of the IBANs its records changed may be out of date',
+    );
+  };
+
   await kafka.readTopic(
     config.alertsTopic,
     async (records) => {
       for (const record of records) {
+        if (record.unreadableBatch) {
+          unreadable(record, record.unreadableBatch);
+          continue;
+        }
         let event: AlertEvent;
         try {
           const decoding = decodeOne(record);
@@ -105,6 +144,7 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
     {
       ...(options.signal && { signal: options.signal }),
       ...(options.follow && { follow: true }),
+      deliverUnreadableBatches: true,
       ...(options.onProgress && { onProgress: options.onProgress }),
       onCaughtUp: () => {
         live = true;

@@ -1,6 +1,7 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { isLoopbackHost } from '../config/clear-text.ts';
 import { type SharedRule, takenBy } from '../config/schema.ts';
 import { silentLogger } from '../logger.ts';
 import { holderNameFor } from './data.ts';
@@ -16,7 +17,14 @@ export type { SandboxFaults } from './faults.ts';
 export type { SandboxRequest } from './request-log.ts';
 export type { Sandbox, SandboxOptions, SandboxTls } from './types.ts';
 export { matchName, normaliseName } from './verify.ts';
-export { MALFORMED_KINDS, type MalformedKind } from './world.ts';
+export {
+  INJECTABLE_KINDS,
+  MALFORMED_KINDS,
+  type MalformedKind,
+  OVERSIZED_KINDS,
+  OVERSIZED_ROW_BYTES,
+  OVERSIZED_ROW_DEPTH,
+} from './world.ts';
 
 const REQUEST_LOG_SIZE = 100_000;
 const TICK_MS = 500;
@@ -61,6 +69,13 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const given = options.apiKeys && options.apiKeys.length > 0 ? options.apiKeys : ['sandbox-key'];
   const apiKeys = given.map((key) => textOption('apiKeys', key, 'apiKey'));
   if (new Set(apiKeys).size !== apiKeys.length) throw new RangeError('sandbox API keys must be distinct');
+  const adminToken =
+    options.adminToken === undefined ? undefined : textOption('adminToken', options.adminToken, 'apiKey');
+  if (adminToken === undefined && !isLoopbackHost(host)) {
+    throw new RangeError(
+      `sandbox option adminToken is required when host is not loopback (${host}): /__admin would be open to anyone who reaches it`,
+    );
+  }
   const now = options.now ?? Date.now;
   const logger = options.logger ?? silentLogger();
   const seed = options.seed ?? 1;
@@ -79,6 +94,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     pageSize: options.pageSize ?? 500,
     now,
     applyChanges,
+    adminToken,
   });
   let server: Server | undefined;
   let url = '';

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import { FraudlinkError } from '../errors.ts';
@@ -10,7 +11,7 @@ import type { RequestLog, SandboxRequest } from './request-log.ts';
 import { exportFeed, getAlert } from './routes.ts';
 import { search } from './search.ts';
 import { verify } from './verify.ts';
-import { MALFORMED_KINDS, type MalformedKind, type World } from './world.ts';
+import { INJECTABLE_KINDS, type MalformedKind, type World } from './world.ts';
 
 export interface HandlerDeps {
   world: World;
@@ -23,6 +24,20 @@ export interface HandlerDeps {
   pageSize: number;
   now: () => number;
   applyChanges: (count: number) => void;
+  /** The bearer token of /__admin; undefined: no token asked (a sandbox on loopback). */
+  adminToken?: string | undefined;
+}
+
+/** Every answer, errors included, carries it: the connector and the verifier refuse such an upstream. */
+export const SANDBOX_MARK = { header: 'x-fraudlink-sandbox', value: '1' } as const;
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/** Whether the request carries `authorization: Bearer <token>`, compared in constant time. */
+function carriesToken(req: IncomingMessage, token: string): boolean {
+  const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+  // Digests of equal length, so that neither the length nor a common prefix shows in the timing.
+  return timingSafeEqual(digest(given), digest(token));
 }
 
 const MAX_BODY = 1 << 20;
@@ -153,8 +168,8 @@ const ADMIN_ROUTES: Record<string, Record<string, AdminRoute>> = {
   '/__admin/malformed': {
     POST: async (deps, req) => {
       const body = ((await readJson(req)) ?? {}) as { kind?: unknown };
-      if (body.kind !== undefined && !MALFORMED_KINDS.includes(body.kind as MalformedKind))
-        return problem(400, 'INVALID_BODY', `kind must be one of ${MALFORMED_KINDS.join(', ')}`);
+      if (body.kind !== undefined && !INJECTABLE_KINDS.includes(body.kind as MalformedKind))
+        return problem(400, 'INVALID_BODY', `kind must be one of ${INJECTABLE_KINDS.join(', ')}`);
       return json(200, { kind: deps.world.injectMalformed(body.kind as MalformedKind | undefined) });
     },
   },
@@ -171,6 +186,11 @@ const ADMIN_ROUTES: Record<string, Record<string, AdminRoute>> = {
 /** The admin route of the request: no key, no faults, not in the request log. */
 function admin(deps: HandlerDeps, req: IncomingMessage, path: string, query: URLSearchParams) {
   const method = req.method ?? 'GET';
+  if (deps.adminToken !== undefined && !carriesToken(req, deps.adminToken)) {
+    return problem(401, 'UNAUTHORIZED', 'admin routes need authorization: Bearer <admin token>', {
+      'www-authenticate': 'Bearer',
+    });
+  }
   const routes = Object.hasOwn(ADMIN_ROUTES, path) ? ADMIN_ROUTES[path] : undefined;
   if (routes === undefined) return problem(404, 'NOT_FOUND', `no admin route ${method} ${path}`);
   const routed = routedAs(method);
@@ -183,6 +203,7 @@ function write(res: ServerResponse, reply: Reply, reset: boolean): void {
   res.writeHead(reply.status, {
     'content-type': 'application/json',
     'content-length': String(body.length),
+    [SANDBOX_MARK.header]: SANDBOX_MARK.value,
     ...reply.headers,
   });
   if (!reset) {

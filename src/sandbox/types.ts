@@ -42,6 +42,12 @@ export interface SandboxOptions {
   cursorParam?: string;
   faults?: Partial<SandboxFaults>;
   tls?: SandboxTls;
+  /**
+   * The bearer token every /__admin request must carry (`authorization: Bearer TOKEN`). Required
+   * when `host` is not loopback: the admin routes change what the service answers. Unset on
+   * loopback, they take any request.
+   */
+  adminToken?: string;
   logger?: Logger;
   /** Clock, for tests. */
   now?: () => number;

@@ -11,7 +11,16 @@ export const MALFORMED_KINDS = [
   'bad-is-active',
   'bad-reports-count',
 ] as const;
-export type MalformedKind = (typeof MALFORMED_KINDS)[number];
+/**
+ * Rows that break no field rule but cannot be published as they are: `too-deep` has a `qualification` of
+ * arrays nested OVERSIZED_ROW_DEPTH levels deep, `too-large` carries a `bic` of
+ * OVERSIZED_ROW_BYTES. Made on demand only, never by `malformedRowRate`.
+ */
+export const OVERSIZED_KINDS = ['too-deep', 'too-large'] as const;
+export const OVERSIZED_ROW_DEPTH = 20_000;
+export const OVERSIZED_ROW_BYTES = 5 * 1024 * 1024;
+export type MalformedKind = (typeof MALFORMED_KINDS)[number] | (typeof OVERSIZED_KINDS)[number];
+export const INJECTABLE_KINDS: readonly MalformedKind[] = [...MALFORMED_KINDS, ...OVERSIZED_KINDS];
 
 export interface WorldOptions {
   apiKeys: readonly string[];
@@ -185,8 +194,7 @@ export class World {
     const chosen = kind ?? (MALFORMED_KINDS[n % MALFORMED_KINDS.length] as MalformedKind);
     const turn = this.#madeOfKind.get(chosen) ?? 0;
     this.#madeOfKind.set(chosen, turn + 1);
-    const row = malformedRow(chosen, turn, this.#malformedBase(index, n), at);
-    this.#malformed.push(JSON.stringify(row));
+    this.#malformed.push(malformedRowJson(chosen, turn, this.#malformedBase(index, n), at));
     this.feed.append(-n - 1, at);
     return chosen;
   }
@@ -234,5 +242,20 @@ function malformedRow(
   if (kind === 'bad-updated-at') row.updatedAt = 'yesterday';
   if (kind === 'bad-is-active') row.isActive = 'yes';
   if (kind === 'bad-reports-count') row.reportsCount = [-1, 3.5, 2 ** 31][turn % 3];
+  if (kind === 'too-large') row.bic = 'X'.repeat(OVERSIZED_ROW_BYTES);
   return row;
+}
+
+/** The feed's JSON of a malformed row; a `too-deep` one written as text (JSON.stringify would overflow). */
+function malformedRowJson(
+  kind: MalformedKind,
+  turn: number,
+  base: Record<string, unknown>,
+  at: number,
+): string {
+  const row = malformedRow(kind, turn, base, at);
+  if (kind !== 'too-deep') return JSON.stringify(row);
+  const depth = OVERSIZED_ROW_DEPTH;
+  const { qualification: _, ...rest } = row;
+  return `${JSON.stringify(rest).slice(0, -1)},"qualification":${'['.repeat(depth)}${']'.repeat(depth)}}`;
 }

@@ -123,28 +123,36 @@ export interface KafkaNode {
   logFile: string;
 }
 
-/** Formats a fresh KRaft log dir and starts one combined broker+controller on loopback. */
-export async function startKafka(options: {
+export interface KafkaLaunch {
   java: string;
   libs: string;
   dir: string;
   ownerPid?: number;
-  logger?: Logger;
-}): Promise<KafkaNode> {
-  const [port, controllerPort] = [await freePort(), await freePort()];
+}
+
+/**
+ * `base` with each `key=value` of `overrides` in place of the base's line for that key, and the
+ * overrides' other lines after it.
+ */
+export function withProperties(base: readonly string[], overrides: readonly string[]): string[] {
+  const keyOf = (line: string) => line.slice(0, line.indexOf('='));
+  const replaced = new Set(overrides.map(keyOf));
+  return [...base.filter((line) => !replaced.has(keyOf(line))), ...overrides];
+}
+
+/**
+ * Formats a fresh KRaft log dir with `properties` (plus `formatArgs`, e.g. SCRAM users) and starts
+ * one combined broker+controller with them; ready once an admin call on `probeBrokers` succeeds.
+ */
+export async function launchKafka(
+  options: KafkaLaunch,
+  properties: readonly string[],
+  probeBrokers: string,
+  extra: { formatArgs?: string[]; jvmArgs?: string[] } = {},
+): Promise<{ pid: number; logFile: string }> {
   mkdirSync(join(options.dir, 'data'), { recursive: true });
-  const properties = join(options.dir, 'server.properties');
-  writeFileSync(
-    properties,
-    [
-      ...KAFKA_SETTINGS,
-      `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
-      `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-      `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
-      `log.dirs=${join(options.dir, 'data')}`,
-      '',
-    ].join('\n'),
-  );
+  const file = join(options.dir, 'server.properties');
+  writeFileSync(file, [...properties, `log.dirs=${join(options.dir, 'data')}`, ''].join('\n'));
   const log4j = join(options.dir, 'log4j2.xml');
   writeFileSync(log4j, LOG4J2);
   const cp = join(options.libs, '*');
@@ -158,7 +166,8 @@ export async function startKafka(options: {
       'format',
       `--cluster-id=${clusterId}`,
       '-c',
-      properties,
+      file,
+      ...(extra.formatArgs ?? []),
     ]);
   } catch (err) {
     throw new StackError(`formatting Kafka storage failed: ${(err as { stderr?: string }).stderr ?? err}`, {
@@ -172,18 +181,35 @@ export async function startKafka(options: {
       '-Xms256m',
       '-Xmx1g',
       ...KAFKA_JVM_PERFORMANCE_OPTS,
+      ...(extra.jvmArgs ?? []),
       `-Dlog4j2.configurationFile=${log4j}`,
       '-cp',
       cp,
       'kafka.Kafka',
-      properties,
+      file,
     ],
     logFile,
     options.ownerPid,
   );
-  const brokers = `127.0.0.1:${port}`;
   // An open port is not enough: wait for a real admin call to succeed.
-  await waitFor('Kafka', pid, logFile, 120_000, () => probeKafka(brokers));
+  await waitFor('Kafka', pid, logFile, 120_000, () => probeKafka(probeBrokers));
+  return { pid, logFile };
+}
+
+/** Formats a fresh KRaft log dir and starts one combined broker+controller on loopback. */
+export async function startKafka(options: KafkaLaunch & { logger?: Logger }): Promise<KafkaNode> {
+  const [port, controllerPort] = [await freePort(), await freePort()];
+  const brokers = `127.0.0.1:${port}`;
+  const { pid, logFile } = await launchKafka(
+    options,
+    [
+      ...KAFKA_SETTINGS,
+      `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
+      `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+    ],
+    brokers,
+  );
   return { pid, port, brokers, logFile };
 }
 

@@ -46,9 +46,17 @@ export interface VerificationClient {
   ): Promise<VerificationResult>;
   /**
    * Replies that arrived after their request timed out, or twice; replies that could not be read
-   * (their verify() rejected with the DecodeError or SchemaRegistryError); requests awaiting a reply.
+   * (their verify() rejected with the DecodeError or SchemaRegistryError); replies carrying a
+   * waiting request's correlation id but another `requestId` (ignored: the request keeps waiting for
+   * its own); requests awaiting a reply.
    */
-  readonly stats: { late: number; duplicate: number; unreadable: number; pending: number };
+  readonly stats: {
+    late: number;
+    duplicate: number;
+    unreadable: number;
+    mismatched: number;
+    pending: number;
+  };
   /**
    * Resolves once the client can send: the request schema registered (Avro), the reply consumer
    * assigned and the producer connected. Rejects with what stopped it (a reply topic that does not
@@ -126,6 +134,8 @@ async function readReply(
 }
 
 interface Pending {
+  /** The `requestId` sent: a reply must carry it, whatever its correlation id. */
+  requestId: string;
   resolve(result: VerificationResult): void;
   reject(err: Error): void;
   timer: NodeJS.Timeout;
@@ -159,7 +169,7 @@ export function createVerificationClient(config: VerificationClientConfig): Veri
     answeredBefore = answered;
     answered = new Set();
   };
-  const stats = { late: 0, duplicate: 0, unreadable: 0, pending: 0 };
+  const stats = { late: 0, duplicate: 0, unreadable: 0, mismatched: 0, pending: 0 };
   let encoder: Encoder<VerificationRequest> | undefined;
 
   const consumer: GroupConsumer = kafka.groupConsumer({
@@ -210,6 +220,21 @@ export function createVerificationClient(config: VerificationClientConfig): Veri
         }
         // Timed out or closed while the registry was asked.
         if (pending.get(correlation) !== waiting) continue;
+        // A reply to another request under this one's correlation id (a forged or misrouted one):
+        // not this request's answer, which may still come.
+        if ('result' in read && read.result.requestId !== waiting.requestId) {
+          stats.mismatched++;
+          logger.warn(
+            {
+              partition: record.partition,
+              offset: record.offset,
+              expected: waiting.requestId,
+              got: read.result.requestId.slice(0, 100),
+            },
+            'a reply with the correlation id of a waiting request answers another requestId; ignored',
+          );
+          continue;
+        }
         pending.delete(correlation);
         remember(correlation);
         clearTimeout(waiting.timer);
@@ -293,7 +318,7 @@ export function createVerificationClient(config: VerificationClientConfig): Veri
           pending.delete(correlation);
           reject(new TimeoutError(`no reply to request ${requestId} within ${timeoutMs} ms`));
         }, timeoutMs);
-        pending.set(correlation, { resolve, reject, timer });
+        pending.set(correlation, { requestId, resolve, reject, timer });
       });
       // The timeout or close() may reject it while the start or the send below is still under way,
       // before anyone awaits it: the caller gets that rejection from the promise returned below, so

@@ -1,17 +1,20 @@
 import type { ApiClient } from '../api/index.ts';
 import type { VerifierConfig } from '../config/index.ts';
-import { AbortedError, DecodeError, FraudlinkError, KafkaError } from '../errors.ts';
+import { AbortedError, DecodeError, FraudlinkError } from '../errors.ts';
 import {
-  batchBytes,
+  DLQ_TRUNCATED_HEADER,
   type Encoder,
+  type FitForDlqOptions,
+  fitForDlq,
   type IncomingRecord,
   isReadOnlyRegistry,
   isSchemaRefusal,
   type OutgoingRecord,
   refusedTopicsOf,
   type SchemaRegistryClient,
+  type UnreadableBatch,
 } from '../kafka/index.ts';
-import { type Logger, maskIban } from '../logger.ts';
+import { clip, type Logger, maskIban } from '../logger.ts';
 import { unlessAborted } from '../retry.ts';
 import { SchemaNames } from '../schemas.ts';
 import type { VerifierMetrics } from './metrics.ts';
@@ -21,8 +24,11 @@ import {
   correlationIdOf,
   deadlineOf,
   formatOf,
+  MAX_ERROR_MESSAGE,
+  MAX_KEY_BYTES,
   parseJsonRequest,
   RequestErrorCodes,
+  recordLimitRefusal,
   replyRouteOf,
   type Validated,
   validateRequest,
@@ -41,8 +47,8 @@ export interface HandlerDeps {
   partitionCount(topic: string): Promise<number>;
   /**
    * The DLQ topic's `max.message.bytes`. A copy larger than that would fail its whole transaction at
-   * the broker (MESSAGE_TOO_LARGE, final), and every restart after it again: it stops the verifier
-   * instead, with an error that names the request and the setting to raise.
+   * the broker (MESSAGE_TOO_LARGE, final), and every restart after it again: it is cut down to fit
+   * instead (`fitForDlq`), with a `dlq-truncated` header giving its size before.
    */
   dlqMaxBytes: number;
   metrics: VerifierMetrics;
@@ -58,7 +64,10 @@ export interface HandlerDeps {
 
 type Parsed = Validated | { ok: false; code: string; message: string; unreadable: true };
 
+/** The request read and validated, unless its key or headers pass a limit (recordLimitRefusal). */
 async function parse(record: IncomingRecord, deps: HandlerDeps): Promise<Parsed> {
+  const tooLarge = recordLimitRefusal(record.key, record.headers);
+  if (tooLarge) return { ok: false, ...tooLarge };
   if (record.value === null || record.value.length === 0) {
     return { ok: false, code: RequestErrorCodes.UNREADABLE, message: 'value is empty', unreadable: true };
   }
@@ -76,7 +85,13 @@ async function parse(record: IncomingRecord, deps: HandlerDeps): Promise<Parsed>
     return validateRequest(decoded.value);
   } catch (err) {
     if (err instanceof DecodeError)
-      return { ok: false, code: RequestErrorCodes.UNREADABLE, message: err.message, unreadable: true };
+      return {
+        ok: false,
+        code: RequestErrorCodes.UNREADABLE,
+        // A decoder's message may quote the value.
+        message: clip(err.message, MAX_ERROR_MESSAGE),
+        unreadable: true,
+      };
     throw err;
   }
 }
@@ -116,7 +131,7 @@ async function customTopicPartitions(
     countMovedReply(
       deps,
       { err, requestId, refused: topic, refusedForMs: refused?.ttlMs },
-      "the broker refuses kafka_replyTopic's metadata (no Describe ACL for the verifier); replying on the default topic",
+      "the broker refuses kafka_replyTopic's metadata (no Describe ACL for the verifier, an invalid name, ...); replying on the default topic",
     );
     return undefined;
   }
@@ -132,27 +147,28 @@ async function replyRecord(
 ): Promise<OutgoingRecord> {
   const { config, logger } = deps;
   const partitionCount = (topic: string) => unlessAborted(deps.partitionCount(topic), signal, 'reply lookup');
-  const route = replyRouteOf(record.headers, config.repliesTopic, config.replyTopicsAllowed, [
-    config.requestsTopic,
-    config.dlqTopic,
-  ]);
+  const route = replyRouteOf(record.headers, {
+    defaultTopic: config.repliesTopic,
+    allowed: config.replyTopicsAllowed,
+    own: config.ownTopics,
+  });
   if (route.unreadablePartition !== undefined) {
     logger.warn(
-      { requestId, bytes: route.unreadablePartition },
+      { requestId: clip(requestId), bytes: route.unreadablePartition },
       'kafka_replyPartition is not a 4-byte big-endian int; replying on the partition of the key',
     );
   }
   if (route.refusedTopic !== undefined) {
     countMovedReply(
       deps,
-      { requestId, refused: route.refusedTopic },
-      'kafka_replyTopic refused (not in VERIFY_REPLY_TOPICS, or an input topic of the verifier); replying on the default topic',
+      { requestId, refused: route.refusedTopic, reason: route.refusedBecause },
+      `kafka_replyTopic refused (${route.refusedBecause}); replying on the default topic`,
     );
   } else if (route.topic !== config.repliesTopic) {
     const partitions = await customTopicPartitions(route.topic, requestId, deps, partitionCount);
     if (partitions === 0) {
       logger.warn(
-        { requestId, topic: route.topic },
+        { requestId: clip(requestId), topic: route.topic },
         'reply topic does not exist; replying on the default topic',
       );
     }
@@ -167,7 +183,7 @@ async function replyRecord(
     const partitions = await partitionCount(route.topic);
     if (route.partition < 0 || route.partition >= partitions) {
       logger.warn(
-        { requestId, topic: route.topic, partition: route.partition, partitions },
+        { requestId: clip(requestId), topic: route.topic, partition: route.partition, partitions },
         'kafka_replyPartition out of range for the reply topic; replying on the partition of the key',
       );
       delete route.partition;
@@ -230,6 +246,75 @@ async function replyRecord(
 }
 
 /**
+ * `copy` as the DLQ topic takes it (cut down when larger than `dlqMaxBytes`, logged), counted in
+ * the DLQ metric under `code`.
+ */
+function toDlq(
+  copy: OutgoingRecord,
+  code: string,
+  source: IncomingRecord,
+  deps: HandlerDeps,
+  options?: FitForDlqOptions,
+): OutgoingRecord {
+  const fitted = fitForDlq(copy, deps.dlqMaxBytes, options);
+  if (fitted !== copy) {
+    deps.logger.warn(
+      {
+        code,
+        partition: source.partition,
+        offset: source.offset,
+        bytes: Number(fitted.headers?.[DLQ_TRUNCATED_HEADER]),
+        dlqMaxBytes: deps.dlqMaxBytes,
+      },
+      "the DLQ copy is larger than the DLQ topic's max.message.bytes: cut down to fit",
+    );
+  }
+  deps.metrics.dlq.inc({ code });
+  return fitted;
+}
+
+/**
+ * The DLQ record of a record batch of the requests topic that could not be read (it did not
+ * decompress, or would pass the reader's bound): its compressed bytes as the value when they fit,
+ * and headers naming the batch. No reply: no request of it can be read, nor its key.
+ */
+function unreadableBatchCopy(
+  record: IncomingRecord,
+  batch: UnreadableBatch,
+  deps: HandlerDeps,
+): OutgoingRecord {
+  const code = RequestErrorCodes.BATCH_UNREADABLE;
+  deps.logger.warn(
+    {
+      code,
+      partition: record.partition,
+      firstOffset: batch.firstOffset,
+      lastOffset: batch.lastOffset,
+      codec: batch.codec,
+      bytes: batch.bytes,
+      reason: batch.reason,
+    },
+    'a record batch of the requests topic cannot be read: sent to the DLQ, its requests unanswered',
+  );
+  const copy: OutgoingRecord = {
+    topic: deps.config.dlqTopic,
+    key: null,
+    value: batch.data,
+    headers: {
+      'error-code': code,
+      'error-message': batch.reason,
+      'source-topic': record.topic,
+      'source-partition': String(record.partition),
+      'source-offset-first': batch.firstOffset,
+      'source-offset-last': batch.lastOffset,
+      'source-codec': batch.codec,
+    },
+  };
+  // Compressed bytes cut short decompress to nothing: left out whole when they do not fit.
+  return toDlq(copy, code, record, deps, { value: 'drop' });
+}
+
+/**
  * stop() gave up on the request (it drops the request's partitions before it aborts `signal`), and
  * `err` is its upstream call or reply lookup ended so: no reply is made or counted here, and whoever
  * owns the partition next answers it.
@@ -251,9 +336,12 @@ export async function handleRequest(
    */
   signal?: AbortSignal,
 ): Promise<OutgoingRecord[]> {
+  if (record.unreadableBatch) return [unreadableBatchCopy(record, record.unreadableBatch, deps)];
   const now = deps.now ?? Date.now;
   const { config, metrics, logger } = deps;
-  const key = record.key?.toString('utf8') || null;
+  // A key over MAX_KEY_BYTES is no usable id (parse refuses it): that request goes to the DLQ.
+  const key =
+    record.key === null || record.key.length > MAX_KEY_BYTES ? null : record.key.toString('utf8') || null;
   const parsed = await parse(record, deps);
   const out: OutgoingRecord[] = [];
   let result: VerificationResult | undefined;
@@ -277,16 +365,7 @@ export async function handleRequest(
           'source-offset': record.offset,
         },
       };
-      const bytes = batchBytes([copy]);
-      if (bytes > deps.dlqMaxBytes) {
-        throw new KafkaError(
-          `the unreadable request at ${record.topic}/${record.partition} offset ${record.offset} ` +
-            `cannot be copied to the DLQ: ${bytes} bytes with its DLQ headers, over the ` +
-            `max.message.bytes of ${config.dlqTopic} (${deps.dlqMaxBytes}); raise that setting`,
-        );
-      }
-      metrics.dlq.inc({ code: parsed.code });
-      out.push(copy);
+      out.push(toDlq(copy, parsed.code, record, deps));
     }
     if (requestId !== null)
       result = failed(requestId, 'INVALID_REQUEST', { code: parsed.code, message: parsed.message }, now());
@@ -322,7 +401,8 @@ export async function handleRequest(
     } else {
       // Checked first: masking the IBAN for a line that is not written would cost every verification.
       const debug = logger.isLevelEnabled('debug');
-      if (debug) logger.debug({ requestId, iban: maskIban(request.iban) }, 'asking upstream');
+      if (debug)
+        logger.debug({ requestId: clip(requestId), iban: maskIban(request.iban) }, 'asking upstream');
       const started = performance.now();
       metrics.inFlight.inc();
       try {
@@ -344,14 +424,18 @@ export async function handleRequest(
         const latency = Math.round(performance.now() - started);
         const code = err instanceof FraudlinkError ? err.code : 'UPSTREAM_FAILED';
         // Refused credentials fail every request alike: stop (exit 3, SPEC §4) rather than answer FAILED
-        // to all of them. The request stays uncommitted and is answered once the key is fixed.
-        if (code === 'UPSTREAM_UNAUTHORIZED') throw err;
+        // to all of them. The request stays uncommitted and is answered once the key is fixed. So
+        // does an upstream that is the sandbox (exit 2): its made-up answer is no reply to commit.
+        if (code === 'UPSTREAM_UNAUTHORIZED' || code === 'CONFIG_INVALID') throw err;
         result = failed(requestId, 'FAILED', { code, message: (err as Error).message }, now(), latency);
       } finally {
         metrics.inFlight.dec();
       }
       if (debug)
-        logger.debug({ requestId, iban: maskIban(request.iban), outcome: result.outcome }, 'verified');
+        logger.debug(
+          { requestId: clip(requestId), iban: maskIban(request.iban), outcome: result.outcome },
+          'verified',
+        );
     }
   }
 

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { LRUCache } from 'lru-cache';
 import { Registry } from 'prom-client';
 import { createApiClient } from '../api/index.ts';
 import type { VerifierConfig } from '../config/index.ts';
@@ -19,6 +20,12 @@ const DLQ_HEADROOM_BYTES = 16 * 1024;
 /** Kafka's `message.max.bytes` default (1 MiB + 12), and the largest value a topic config takes. */
 const BROKER_DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
 const INT32_MAX = 2 ** 31 - 1;
+/**
+ * How many custom reply topics' encoders are kept, the least recently used dropped first (made
+ * again, a registry call, on its next reply): the topics are the requesters' choice. The default
+ * reply topic's encoder is kept apart, always.
+ */
+export const REPLY_ENCODER_CACHE_MAX = 1000;
 
 export {
   createVerificationClient,
@@ -111,8 +118,8 @@ async function wire(
   if (dlqMaxBytes < wantedDlqBytes) {
     log.warn(
       { dlqTopic: v.dlqTopic, dlqMaxBytes, requestsMaxBytes, wanted: wantedDlqBytes },
-      'the DLQ topic takes smaller records than the requests topic plus the DLQ headers: an ' +
-        "unreadable request that large stops the verifier; raise the DLQ topic's max.message.bytes",
+      'the DLQ topic takes smaller records than the requests topic plus the DLQ headers: the DLQ ' +
+        "copy of an unreadable request that large is cut down; raise the DLQ topic's max.message.bytes",
     );
   }
   const registry = createSchemaRegistry(config.registry);
@@ -121,17 +128,24 @@ async function wire(
     log,
     signal,
   );
-  const encoders = new Map<string, Promise<Encoder<VerificationResult>>>();
+  const encoderOf = (topic: string) =>
+    registry.encoder<VerificationResult>(topic, loadSchema(SchemaNames.VerificationResult));
+  const defaultEncoder = await retriedAtStartUp(() => encoderOf(v.repliesTopic), log, signal);
+  const encoders = new LRUCache<string, Promise<Encoder<VerificationResult>>>({
+    max: REPLY_ENCODER_CACHE_MAX,
+  });
   const replyEncoder = (topic: string) => {
+    if (topic === v.repliesTopic) return Promise.resolve(defaultEncoder);
     let encoder = encoders.get(topic);
     if (!encoder) {
-      encoder = registry.encoder<VerificationResult>(topic, loadSchema(SchemaNames.VerificationResult));
-      encoder.catch(() => encoders.delete(topic));
+      encoder = encoderOf(topic);
+      encoder.catch(() => {
+        if (encoders.get(topic) === encoder) encoders.delete(topic);
+      });
       encoders.set(topic, encoder);
     }
     return encoder;
   };
-  await retriedAtStartUp(() => replyEncoder(v.repliesTopic), log, signal);
   const partitionCount = cachedPartitionCounts(
     (topic) => admin.partitionCount(topic),
     PARTITION_COUNT_TTL_MS,
@@ -142,6 +156,7 @@ async function wire(
     timeoutMs: config.api.timeoutMs,
     logger: log,
     ...(config.api.tls && { tls: config.api.tls }),
+    sandboxUpstream: config.allowSandboxUpstream ? 'allow' : 'refuse',
   });
   created(api, (a) => a.close());
   const metricsRegistry = new Registry();
@@ -152,9 +167,9 @@ async function wire(
     registry,
     replyEncoder,
     partitionCount,
-    // A compressed copy's size is known only once kafkajs has compressed its batch: the broker judges
-    // it (MESSAGE_TOO_LARGE then stops the verifier, naming the DLQ topic and the copy's size).
-    dlqMaxBytes: (config.kafka.compression ?? 'none') === 'none' ? dlqMaxBytes : Number.POSITIVE_INFINITY,
+    // Copies are measured uncompressed, whatever KAFKA_COMPRESSION: a compressed copy's size is known
+    // only once kafkajs has compressed its batch, too late to cut it.
+    dlqMaxBytes,
     metrics,
     logger: log,
     kafka,

@@ -1,6 +1,14 @@
+import { LRUCache } from 'lru-cache';
+
+/**
+ * How many reply topics' partition counts are kept, the least recently asked dropped first: the
+ * topics are the requesters' `kafka_replyTopic` headers, any number of names.
+ */
+export const PARTITION_COUNT_CACHE_MAX = 1000;
+
 /**
  * Reply topics' partition counts, each read again once `ttlMs` old, so that a topic created or given
- * more partitions since is seen. A lookup in progress is shared by the requests that ask meanwhile.
+ * more partitions since is seen; at most `max` topics are kept. A lookup in progress is shared by the requests that ask meanwhile.
  *
  * A failed lookup (a broker unreachable past the admin's retries) is not kept, nor taken for "no such
  * topic": that would send the topic's replies to the default topic until it expired. It fails the
@@ -10,8 +18,9 @@ export function cachedPartitionCounts(
   lookup: (topic: string) => Promise<number>,
   ttlMs: number,
   now: () => number = () => performance.now(),
+  max = PARTITION_COUNT_CACHE_MAX,
 ): (topic: string) => Promise<number> {
-  const known = new Map<string, { partitions: Promise<number>; at: number }>();
+  const known = new LRUCache<string, { partitions: Promise<number>; at: number }>({ max });
   return (topic) => {
     const cached = known.get(topic);
     if (cached !== undefined && now() - cached.at < ttlMs) return cached.partitions;

@@ -1,6 +1,14 @@
+import { LRUCache } from 'lru-cache';
 import { type OutgoingRecord, oversizeTopicsOf, refusedTopicsOf } from '../kafka/index.ts';
+import { clip } from '../logger.ts';
 import type { HandlerDeps } from './handle.ts';
 import type { VerificationResult } from './reply.ts';
+
+/**
+ * How many topics each of RefusedReplyTopics' lists keeps, the least recently refused or asked
+ * dropped first (asked again of the broker then): the topics are the requesters' choice.
+ */
+export const REFUSED_TOPICS_MAX = 1000;
 
 /**
  * Custom reply topics the broker refused for good (an ACL, a `max.message.bytes` smaller than a
@@ -9,18 +17,22 @@ import type { VerificationResult } from './reply.ts';
  * that refused a record batch of several replies (a `max.message.bytes` smaller than those together)
  * are remembered as long, their replies sent each in a batch of its own meanwhile; so are topics
  * whose subject the registry refused the reply schema, their Avro replies going to the default topic
- * meanwhile without asking the registry again (their JSON replies need no schema).
+ * meanwhile without asking the registry again (their JSON replies need no schema). Each list keeps
+ * at most REFUSED_TOPICS_MAX topics.
  */
 export class RefusedReplyTopics {
-  readonly #until = new Map<string, number>();
-  readonly #batchesUntil = new Map<string, number>();
-  readonly #schemaUntil = new Map<string, number>();
+  readonly #until: LRUCache<string, number>;
+  readonly #batchesUntil: LRUCache<string, number>;
+  readonly #schemaUntil: LRUCache<string, number>;
   readonly ttlMs: number;
   readonly #now: () => number;
 
-  constructor(ttlMs: number, now: () => number = () => performance.now()) {
+  constructor(ttlMs: number, now: () => number = () => performance.now(), max = REFUSED_TOPICS_MAX) {
     this.ttlMs = ttlMs;
     this.#now = now;
+    this.#until = new LRUCache({ max });
+    this.#batchesUntil = new LRUCache({ max });
+    this.#schemaUntil = new LRUCache({ max });
   }
 
   refuse(topic: string): void {
@@ -47,7 +59,7 @@ export class RefusedReplyTopics {
     return this.#held(this.#schemaUntil, topic);
   }
 
-  #held(until: Map<string, number>, topic: string): boolean {
+  #held(until: LRUCache<string, number>, topic: string): boolean {
     const end = until.get(topic);
     if (end === undefined) return false;
     if (this.#now() < end) return true;
@@ -66,7 +78,7 @@ export function countMovedReply(
   why: string,
 ): void {
   deps.metrics.refusedReplyTopics.inc();
-  deps.logger.warn(fields, why);
+  deps.logger.warn({ ...fields, requestId: clip(fields.requestId), refused: clip(fields.refused) }, why);
 }
 
 /** A reply moved to the default reply topic off the topic it `refused`, and `why`. */
@@ -160,6 +172,8 @@ export async function transactionAvoidingRefusedTopics(
   );
   /** The topics cut into batches of one reply by this call's redos. */
   const cut = new Set<string>();
+  /** Whether this call renewed the producer for refusals by topics none of its records go to. */
+  let forgotLeftovers = false;
   for (;;) {
     if (producer.dropped()) return false;
     const unbatched = new Set(
@@ -171,9 +185,28 @@ export async function transactionAvoidingRefusedTopics(
       return true;
     } catch (err) {
       const topics = new Set(refusedTopicsOf(err));
-      const movable = (topic: string) =>
-        topic !== repliesTopic && topic !== dlqTopic && records.some((r) => r.topic === topic);
-      if (topics.size === 0 || ![...topics].every(movable)) throw err;
+      const ours = (topic: string) => topic === repliesTopic || topic === dlqTopic;
+      if (topics.size === 0 || [...topics].some(ours)) throw err;
+      if (![...topics].some((topic) => records.some((r) => r.topic === topic))) {
+        // Refused by topics none of these records go to: the producer's leftovers. kafkajs asks
+        // the broker for every topic a producer has written to at each metadata refresh, so one a
+        // requester deleted since fails all its later sends. A new producer has forgotten them.
+        if (forgotLeftovers) throw err;
+        forgotLeftovers = true;
+        deps.logger.warn(
+          { err, refused: [...topics].map((topic) => clip(topic)), refusedForMs: refused.ttlMs },
+          'the broker refuses a kafka_replyTopic this producer wrote to before (deleted since?): ' +
+            'the transaction is redone on a new producer',
+        );
+        for (const topic of topics) refused.refuse(topic);
+        await producer.renewProducer();
+        continue;
+      }
+      if (![...topics].every((topic) => records.some((r) => r.topic === topic))) {
+        // Some refusals are leftovers, some this transaction's: the redo below, on a new
+        // producer, moves the latter and forgets the former.
+        for (const topic of topics) if (!records.some((r) => r.topic === topic)) topics.delete(topic);
+      }
       const batched = batchRefusals(err, records, unbatched);
       if (batched.length > 0) {
         deps.logger.warn(

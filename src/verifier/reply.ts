@@ -1,4 +1,8 @@
 import { DecodeError } from '../errors.ts';
+import { clip } from '../logger.ts';
+
+/** The longest error message a reply carries, in characters. */
+export const MAX_REPLY_ERROR_MESSAGE = 512;
 
 export type Outcome = 'COMPLETED' | 'INVALID_REQUEST' | 'EXPIRED' | 'FAILED';
 export type NameMatch = 'MTCH' | 'CMTC' | 'NMTC' | 'NOAP';
@@ -43,7 +47,8 @@ export function failed(
     outcome,
     nameMatch: null,
     matchedName: null,
-    error,
+    // Bounded, as everything in a reply is: an upstream's or a decoder's message may be long.
+    error: { code: error.code, message: clip(error.message, MAX_REPLY_ERROR_MESSAGE) },
     respondedAt,
     upstreamLatencyMs: upstreamLatencyMs === null ? null : Math.min(upstreamLatencyMs, 2 ** 31 - 1),
   };

@@ -314,7 +314,9 @@ export function createVerifier(deps: VerifierDeps): Verifier {
               { err, offset: record.offset },
               findError(err, 'UPSTREAM_UNAUTHORIZED')
                 ? 'the upstream refused the API key; stopping'
-                : 'handling a request failed; stopping',
+                : findError(err, 'CONFIG_INVALID')
+                  ? 'API_BASE_URL answers as the fraudlink sandbox; stopping'
+                  : 'handling a request failed; stopping',
             );
             fail(err);
           })

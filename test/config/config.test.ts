@@ -9,7 +9,7 @@ import {
   loadTableConfig,
   loadVerifierConfig,
 } from '../../src/config/index.ts';
-import { ConfigError } from '../../src/errors.ts';
+import { problemsOf } from './problems.ts';
 import { writeTlsFiles } from './tls-files.ts';
 
 const minimal = {
@@ -18,16 +18,6 @@ const minimal = {
   KAFKA_BROKERS: 'k1:9092, k2:9092',
   SCHEMA_REGISTRY_URL: 'http://registry:8081/apis/ccompat/v7',
 };
-
-function problemsOf(fn: () => unknown): { variable: string; message: string }[] {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return [...(err as ConfigError).problems];
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('configuration', () => {
   it('applies the SPEC defaults and normalises values', () => {
@@ -156,6 +146,28 @@ describe('configuration', () => {
     expect(config.verifier.replyTopicsAllowed.test('payments.replies')).toBe(false);
   });
 
+  it('matches VERIFY_REPLY_TOPICS against whole names only, and lists the connector topics no reply may go to', () => {
+    const config = loadVerifierConfig({
+      ...minimal,
+      VERIFY_REPLY_TOPICS: 'vop\\.verification\\.replies\\.',
+      ALERTS_TOPIC: 'team.alerts',
+    });
+    const allowed = config.verifier.replyTopicsAllowed;
+    expect(allowed.test('vop.verification.replies.')).toBe(true);
+    expect(allowed.test('x.vop.verification.replies.y')).toBe(false);
+    expect(allowed.test('vop.verification.replies.team-a')).toBe(false);
+    expect(
+      loadVerifierConfig({ ...minimal, VERIFY_REPLY_TOPICS: 'a|b' }).verifier.replyTopicsAllowed.test('ab'),
+    ).toBe(false);
+    expect(config.verifier.ownTopics).toEqual([
+      'vop.verification.requests.v1',
+      'vop.verification.requests.dlq.v1',
+      'team.alerts',
+      'fraud.alerts.dlq.v1',
+      'fraudlink.connector.offsets',
+    ]);
+  });
+
   it("takes one of Kafka's codecs for KAFKA_COMPRESSION, none by default, and refuses any other", () => {
     expect(loadVerifierConfig(minimal).kafka.compression).toBe('none');
     expect(loadReplayConfig({ ...minimal, KAFKA_COMPRESSION: 'zstd' }).kafka.compression).toBe('zstd');
@@ -266,8 +278,8 @@ describe('configuration', () => {
     expect(problems.map((p) => p.variable).sort()).toEqual(
       [
         'API_KEY',
+        // Which credentials are needed depends on the mechanism: the missing mechanism alone is named.
         'KAFKA_SASL_MECHANISM',
-        'KAFKA_SASL_PASSWORD',
         'VERIFY_DLQ_TOPIC',
         'VERIFY_REPLIES_TOPIC',
       ].sort(),
@@ -366,7 +378,7 @@ describe('configuration', () => {
     expect(loadReplayConfig({ KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r' }).alertsTopic).toBe(
       'fraud.alerts.v1',
     );
-    expect(loadApiConfig({ API_BASE_URL: 'http://x', API_KEY: 'k' }).api.key).toBe('k');
+    expect(loadApiConfig({ API_BASE_URL: 'https://x', API_KEY: 'k' }).api.key).toBe('k');
     expect(problemsOf(() => loadReplayConfig({})).map((p) => p.variable)).toEqual([
       'KAFKA_BROKERS',
       'SCHEMA_REGISTRY_URL',
@@ -425,10 +437,12 @@ describe('configuration', () => {
       { variable: 'CONNECTOR_OFFSETS_TOPIC', message: 'must name a different topic from ALERTS_TOPIC' },
     ]);
     expect(
-      problemsOf(() => loadCursorConfig({ KAFKA_BROKERS: 'k:1', KAFKA_SASL_MECHANISM: 'plain' })),
+      problemsOf(() =>
+        loadCursorConfig({ KAFKA_BROKERS: 'k:1', KAFKA_SSL: 'true', KAFKA_SASL_MECHANISM: 'plain' }),
+      ),
     ).toEqual([
-      { variable: 'KAFKA_SASL_USERNAME', message: 'is required when any KAFKA_SASL_* variable is set' },
-      { variable: 'KAFKA_SASL_PASSWORD', message: 'is required when any KAFKA_SASL_* variable is set' },
+      { variable: 'KAFKA_SASL_USERNAME', message: 'is required with KAFKA_SASL_MECHANISM=plain' },
+      { variable: 'KAFKA_SASL_PASSWORD', message: 'is required with KAFKA_SASL_MECHANISM=plain' },
     ]);
   });
 

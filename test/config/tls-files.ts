@@ -1,8 +1,10 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generate } from 'selfsigned';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { ConfigError } from '../../src/errors.ts';
 
 export interface TlsFiles {
   dir: string;
@@ -41,5 +43,36 @@ export async function writeTlsFiles(): Promise<TlsFiles> {
     writeFile(files.otherKey, other.private),
     writeFile(files.encryptedKey, encrypted),
   ]);
+  return files;
+}
+
+/**
+ * The problems `load` throws (a ConfigError), each message without its reason in brackets; the whole
+ * message must hold none of `hidden` (paths, keys, secrets).
+ */
+export function problemsHiding(
+  load: () => unknown,
+  hidden: string[],
+): { variable: string; message: string }[] {
+  try {
+    load();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    const { message, problems } = err as ConfigError;
+    for (const text of hidden) expect(message).not.toContain(text);
+    return problems.map((p) => ({ variable: p.variable, message: p.message.replace(/ \(.*\)$/, '') }));
+  }
+  throw new Error('expected a ConfigError');
+}
+
+/** writeTlsFiles' files for the tests of one file: written before them, removed after them. */
+export function useTlsFiles(): TlsFiles {
+  const files = {} as TlsFiles;
+  beforeAll(async () => {
+    Object.assign(files, await writeTlsFiles());
+  });
+  afterAll(async () => {
+    await rm(files.dir, { recursive: true, force: true });
+  });
   return files;
 }

@@ -1,6 +1,5 @@
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   loadApiConfig,
   loadConnectorConfig,
@@ -8,29 +7,14 @@ import {
   loadVerifierConfig,
 } from '../../src/config/index.ts';
 import { ConfigError } from '../../src/errors.ts';
-import { type TlsFiles, writeTlsFiles } from './tls-files.ts';
+import { problemsHiding, useTlsFiles } from './tls-files.ts';
 
 const api = { API_BASE_URL: 'https://psp.example/api', API_KEY: 'super-secret-key-123' };
-let f: TlsFiles;
-beforeAll(async () => {
-  f = await writeTlsFiles();
-});
-afterAll(async () => {
-  await rm(f.dir, { recursive: true, force: true });
-});
+const f = useTlsFiles();
 
 /** The problems of loading `env`, and the whole message, which must not hold a path or a key. */
 function refused(env: Record<string, string>): { variable: string; message: string }[] {
-  try {
-    loadApiConfig({ ...api, ...env });
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    const { message, problems } = err as ConfigError;
-    expect(message).not.toContain(f.dir);
-    expect(message).not.toContain(env.API_KEY ?? api.API_KEY);
-    return problems.map((p) => ({ variable: p.variable, message: p.message.replace(/ \(.*\)$/, '') }));
-  }
-  throw new Error('expected a ConfigError');
+  return problemsHiding(() => loadApiConfig({ ...api, ...env }), [f.dir, env.API_KEY ?? api.API_KEY]);
 }
 
 describe('mutual-TLS configuration, checked at start', () => {
@@ -75,7 +59,8 @@ describe('mutual-TLS configuration, checked at start', () => {
   });
 
   it('refuses TLS files with an http:// API_BASE_URL, where they would never be used', () => {
-    const env = { API_BASE_URL: 'http://psp.example/api', API_TLS_CERT: f.cert, API_TLS_KEY: f.key };
+    // On loopback, which the clear-text rule lets through: only the files' own rule speaks.
+    const env = { API_BASE_URL: 'http://127.0.0.1:8443/api', API_TLS_CERT: f.cert, API_TLS_KEY: f.key };
     expect(refused(env)).toEqual([
       { variable: 'API_BASE_URL', message: 'must be an https:// URL when API_TLS_CERT, API_TLS_KEY is set' },
     ]);
@@ -109,5 +94,49 @@ describe('API key, checked at start', () => {
 
   it('takes a key read from a file with its final line break, as Kubernetes Secrets often hold it', () => {
     expect(loadApiConfig({ ...api, API_KEY: 'k-3f9a_Z.~+/=\n' }).api.key).toBe('k-3f9a_Z.~+/=');
+  });
+});
+
+describe('schema registry TLS configuration, checked at start', () => {
+  const registry = { KAFKA_BROKERS: 'k:9092', SCHEMA_REGISTRY_URL: 'https://registry:8081/apis/ccompat/v7' };
+
+  it('takes a CA, and a client certificate with its key, for the registry of every command that reads it', () => {
+    const env = {
+      ...api,
+      ...registry,
+      SCHEMA_REGISTRY_TLS_CA: f.cert,
+      SCHEMA_REGISTRY_TLS_CERT: f.cert,
+      SCHEMA_REGISTRY_TLS_KEY: f.key,
+    };
+    const tls = { caFile: f.cert, certFile: f.cert, keyFile: f.key };
+    for (const load of [loadConnectorConfig, loadVerifierConfig, loadReplayConfig])
+      expect(load(env).registry.tls).toEqual(tls);
+  });
+
+  it('refuses a missing file, a key without its certificate, a key that is not the certificate’s, and an http:// registry, by name', () => {
+    const problems = (env: Record<string, string>) => {
+      try {
+        loadReplayConfig({ ...registry, ...env });
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        expect((err as Error).message).not.toContain(f.dir);
+        return (err as ConfigError).problems.map(
+          (p) => `${p.variable}: ${p.message.replace(/ \(.*\)$/, '')}`,
+        );
+      }
+      throw new Error('expected a ConfigError');
+    };
+    expect(problems({ SCHEMA_REGISTRY_TLS_CA: join(f.dir, 'missing') })).toEqual([
+      'SCHEMA_REGISTRY_TLS_CA: cannot read the file it names',
+    ]);
+    expect(problems({ SCHEMA_REGISTRY_TLS_KEY: f.key })).toEqual([
+      'SCHEMA_REGISTRY_TLS_CERT: SCHEMA_REGISTRY_TLS_CERT and SCHEMA_REGISTRY_TLS_KEY go together',
+    ]);
+    expect(problems({ SCHEMA_REGISTRY_TLS_CERT: f.cert, SCHEMA_REGISTRY_TLS_KEY: f.otherKey })).toEqual([
+      "SCHEMA_REGISTRY_TLS_KEY: is not the private key of SCHEMA_REGISTRY_TLS_CERT's certificate",
+    ]);
+    expect(problems({ SCHEMA_REGISTRY_URL: 'http://registry:8081', SCHEMA_REGISTRY_TLS_CA: f.cert })).toEqual(
+      ['SCHEMA_REGISTRY_URL: must be an https:// URL when SCHEMA_REGISTRY_TLS_CA is set'],
+    );
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type IncomingRecord, subjectFor } from '../../src/kafka/index.ts';
 import { REGISTRY_CLIENT_RETRIES } from '../../src/kafka/registry.ts';
-import { MALFORMED_KINDS } from '../../src/sandbox/index.ts';
+import { MALFORMED_KINDS, OVERSIZED_ROW_BYTES, OVERSIZED_ROW_DEPTH } from '../../src/sandbox/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { expectStartUpStopped } from '../helpers/cli.ts';
 import { collect } from '../helpers/kafka.ts';
@@ -140,6 +140,45 @@ describe('connector against the sandbox, a real broker and a real registry', () 
       expect(JSON.parse(r.value?.toString() ?? '')).toHaveProperty('qualification', 'PENDING');
     }
     expect(rejected.find((r) => r.headers['error-code']?.toString() === 'ROW_ID_MISSING')?.key).toBeNull();
+  });
+
+  // A qualification nested 20,000 levels deep made JSON.stringify throw RangeError in the page
+  // worker, and a 5 MiB bic made an event the alerts topic refused: either ended the connector with
+  // exit 1, and every restart failed on the same page.
+  it('sends a 20,000-deep row and an over-large row to the DLQ, cut down with a header, and publishes every other row once', async () => {
+    const h = await connectorHarness({ alerts: 20 });
+    h.sandbox.applyChanges(3);
+    h.sandbox.injectMalformedRow('too-deep');
+    h.sandbox.applyChanges(3);
+    h.sandbox.injectMalformedRow('too-large');
+    h.sandbox.applyChanges(3);
+    const dlq = await collect(h.kafka, h.env.ALERTS_DLQ_TOPIC);
+    const connector = h.start();
+    const exited = connector.exited.then((code) => `exited with ${String(code)}`);
+    const outcome = await Promise.race([h.converged().then(() => 'converged'), exited]);
+    expect(outcome).toBe('converged');
+    const rejected = await dlq.until((r) => r.length >= 2);
+    // Polled again over the same rows: nothing is published or rejected twice.
+    h.sandbox.applyChanges(3);
+    const events = await h.converged();
+    connector.child.kill('SIGTERM');
+    expect(await connector.exited).toBe(0);
+    expect(duplicates(events)).toEqual([]);
+    expect(dlq.records).toHaveLength(2);
+    const byCode = new Map(rejected.map((r) => [r.headers['error-code']?.toString(), r]));
+    expect([...byCode.keys()].sort()).toEqual(['ROW_TOO_DEEP', 'ROW_TOO_LARGE']);
+    const deep = byCode.get('ROW_TOO_DEEP') as IncomingRecord;
+    expect(deep.headers['dlq-truncated']).toBeUndefined();
+    const deepText = deep.value?.toString() ?? '';
+    expect(deepText).toContain(`"qualification":${'['.repeat(OVERSIZED_ROW_DEPTH)}]`);
+    expect(JSON.parse(deepText)).toHaveProperty('id', deep.key?.toString());
+    const large = byCode.get('ROW_TOO_LARGE') as IncomingRecord;
+    const original = Number(large.headers['dlq-truncated']?.toString());
+    expect(original).toBeGreaterThan(OVERSIZED_ROW_BYTES);
+    expect(large.value?.length).toBeLessThan(OVERSIZED_ROW_BYTES);
+    expect(large.value?.toString()).toMatch(/^\{"id":"BAD-2",/);
+    expect(large.headers['error-message']?.toString()).toMatch(/max\.message\.bytes/);
+    expect(events.some((e) => e.alertId.startsWith('BAD-'))).toBe(false);
   });
 
   // Regression: an upstream reading its cursor under another name answered each cursor with the

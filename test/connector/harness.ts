@@ -34,6 +34,8 @@ export async function connectorHarness(sandboxOptions: SandboxOptions = {}) {
   const env = {
     ...stackEnv(),
     API_BASE_URL: url,
+    // The sandbox marks its answers; without this the component refuses it as its upstream.
+    ALLOW_SANDBOX_UPSTREAM: 'true',
     API_KEY: 'sandbox-key',
     ALERTS_TOPIC: `${prefix}.alerts`,
     ALERTS_TOPIC_PARTITIONS: '3',

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  eventRecord,
   eventValue,
   KIND_DEACTIVATED,
   KIND_REJECTED,
@@ -9,6 +10,7 @@ import {
 } from '../../src/connector/prepare.ts';
 import { fingerprintOf, mapRow, rowFingerprintOf } from '../../src/connector/rows.ts';
 import { avroTypeOf } from '../../src/kafka/avro-encoder.ts';
+import { batchBytes } from '../../src/kafka/records.ts';
 import { unframe } from '../../src/kafka/wire-format.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { testEncoders } from './encoders.ts';
@@ -77,5 +79,55 @@ describe('preparePage', () => {
     expect(page.values).toHaveLength(0);
     const buffers = transferablesOf(preparePage([row('a')], null, observedAt, testEncoders()));
     expect(new Set(buffers).size).toBe(buffers.length);
+  });
+
+  it('rejects a row whose event is larger than eventMaxBytes as ROW_TOO_LARGE, and packs the next event where it would have gone', () => {
+    const huge = 'B'.repeat(200_000);
+    const rows = [row('a'), row('big', { bic: huge }), row('c')];
+    const page = preparePage(rows, null, observedAt, testEncoders(), { eventMaxBytes: 100_000 });
+    expect([...page.kinds]).toEqual([KIND_UPSERTED, KIND_REJECTED, KIND_UPSERTED]);
+    expect(page.alertIds).toEqual(['a', 'c']);
+    expect(upserted.fromBuffer(unframe(eventValue(page, 1)).body)).toMatchObject({ alertId: 'c' });
+    expect(page.values.length).toBeLessThan(1_000);
+    const [rejected] = page.rejected;
+    expect(rejected).toMatchObject({
+      code: 'ROW_TOO_LARGE',
+      id: 'big',
+      updatedAt: Date.parse('2026-11-22T09:30:00.000Z'),
+      raw: JSON.stringify(rows[1]),
+      fingerprint: fingerprintOf(JSON.stringify(rows[1])),
+    });
+    expect(rejected?.message).toMatch(/AlertUpserted event is 2\d{5} bytes, over .* \(100000\)/);
+  });
+
+  it('keeps an event that fits eventMaxBytes exactly, measured as the record the session sends', () => {
+    const rows = [row('a', { bic: 'B'.repeat(5_000) })];
+    const whole = preparePage(rows, null, observedAt, testEncoders());
+    const bytes = batchBytes([
+      eventRecord('t', {
+        type: 'AlertUpserted',
+        key: whole.keys[0] as string,
+        value: eventValue(whole, 0),
+        eventId: whole.eventIds[0] as string,
+        alertId: 'a',
+      }),
+    ]);
+    expect(preparePage(rows, null, observedAt, testEncoders(), { eventMaxBytes: bytes }).rejected).toEqual(
+      [],
+    );
+    const cut = preparePage(rows, null, observedAt, testEncoders(), { eventMaxBytes: bytes - 1 });
+    expect(cut.rejected.map((r) => r.code)).toEqual(['ROW_TOO_LARGE']);
+  });
+
+  it('sends a row too deep for JSON.stringify to the DLQ with its whole text and a fingerprint of it', () => {
+    const deepText = `{"id":"deep","iban":"x","qualification":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+    const page = preparePage([JSON.parse(deepText), row('a')], null, observedAt, testEncoders());
+    expect([...page.kinds]).toEqual([KIND_REJECTED, KIND_UPSERTED]);
+    expect(page.rejected[0]).toMatchObject({
+      code: 'ROW_TOO_DEEP',
+      id: 'deep',
+      raw: deepText,
+      fingerprint: fingerprintOf(deepText),
+    });
   });
 });

@@ -1,6 +1,15 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { eventIdOf, mapRow, RowErrorCodes } from '../../src/connector/rows.ts';
+import {
+  deepJson,
+  eventIdOf,
+  MAX_ALERT_ID_CHARS,
+  MAX_ROW_DEPTH,
+  mapRow,
+  nestedDeeperThan,
+  RowErrorCodes,
+  rowText,
+} from '../../src/connector/rows.ts';
 
 const good = {
   id: 'a-1',
@@ -139,5 +148,53 @@ describe('eventIdOf', () => {
   it('is the lowercase hex SHA-256 of id|epoch ms|isActive', () => {
     expect(eventIdOf('x', 5, false)).toBe(createHash('sha256').update('x|5|false').digest('hex'));
     expect(eventIdOf('x', 5, false)).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+/** `levels` arrays nested in one another: `[[[...]]]`, parsed from text as the feed's rows are. */
+const nested = (levels: number): unknown => JSON.parse(`${'['.repeat(levels)}${']'.repeat(levels)}`);
+
+describe('rows too deep for JSON.stringify', () => {
+  it('measures nesting without recursion, at any depth, counting the value itself as level 1', () => {
+    expect(nestedDeeperThan(nested(20_000), MAX_ROW_DEPTH)).toBe(true);
+    expect(nestedDeeperThan({ a: { b: [1, { c: [] }] } }, 5)).toBe(false);
+    expect(nestedDeeperThan({ a: { b: [1, { c: [] }] } }, 4)).toBe(true);
+    expect(nestedDeeperThan({ a: 1, b: 'x', c: null }, 1)).toBe(false);
+    expect(nestedDeeperThan('text', 0)).toBe(false);
+  });
+
+  it('writes the same JSON text as JSON.stringify, also where JSON.stringify throws RangeError', () => {
+    const values = [{ a: 1, b: [1, 'two\n', { c: null }], d: { e: true } }, [], {}, null, 3, 'é', [[], [{}]]];
+    for (const value of values) expect(deepJson(value)).toBe(JSON.stringify(value));
+    const deepText = `{"id":"a","q":${'['.repeat(20_000)}{"k":"v"}${']'.repeat(20_000)}}`;
+    const deep = JSON.parse(deepText);
+    expect(() => JSON.stringify(deep)).toThrow(RangeError);
+    expect(deepJson(deep)).toBe(deepText);
+    expect(rowText(deep, RowErrorCodes.TOO_DEEP)).toBe(deepText);
+  });
+
+  it('rejects a row nested deeper than MAX_ROW_DEPTH as ROW_TOO_DEEP, keeping its id and updatedAt', () => {
+    const row = { ...good, qualification: nested(20_000) };
+    expect(mapRow(row, observedAt)).toEqual({
+      ok: false,
+      code: 'ROW_TOO_DEEP',
+      message: `row nests objects and arrays deeper than ${MAX_ROW_DEPTH} levels`,
+      id: 'a-1',
+      updatedAt: Date.parse(good.updatedAt),
+    });
+    expect(mapRow(nested(MAX_ROW_DEPTH + 1), observedAt)).toMatchObject({ code: 'ROW_TOO_DEEP', id: null });
+    expect(mapRow({ ...good, extra: nested(MAX_ROW_DEPTH - 1) }, observedAt).ok).toBe(true);
+  });
+});
+
+describe('fields of absurd size', () => {
+  it('rejects an id longer than MAX_ALERT_ID_CHARS as ROW_TOO_LARGE, and takes one of that length', () => {
+    const long = 'i'.repeat(MAX_ALERT_ID_CHARS + 1);
+    expect(mapRow({ ...good, id: long }, observedAt)).toMatchObject({
+      ok: false,
+      code: 'ROW_TOO_LARGE',
+      id: long,
+    });
+    expect(mapRow({ ...good, id: long.slice(1) }, observedAt).ok).toBe(true);
   });
 });

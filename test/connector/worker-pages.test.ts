@@ -1,8 +1,9 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
+import type { SandboxUpstream } from '../../src/api/types.ts';
 import type { PageRetry } from '../../src/connector/pages.ts';
 import { eventValue, KIND_REJECTED } from '../../src/connector/prepare.ts';
 import { workerPageSource } from '../../src/connector/worker-pages.ts';
-import { AbortedError, UpstreamUnauthorizedError } from '../../src/errors.ts';
+import { AbortedError, ConfigError, UpstreamUnauthorizedError } from '../../src/errors.ts';
 import { avroTypeOf } from '../../src/kafka/avro-encoder.ts';
 import { unframe } from '../../src/kafka/wire-format.ts';
 import { silentLogger } from '../../src/logger.ts';
@@ -13,13 +14,17 @@ const upserted = avroTypeOf(loadSchema(SchemaNames.AlertUpserted));
 const deactivated = avroTypeOf(loadSchema(SchemaNames.AlertDeactivated));
 
 /** A real page worker thread against the sandbox (the upstream's local stand-in). */
-async function workerAgainstSandbox(options: SandboxOptions, apiKey = 'sandbox-key') {
+async function workerAgainstSandbox(
+  options: SandboxOptions,
+  apiKey = 'sandbox-key',
+  sandboxUpstream: SandboxUpstream = 'allow',
+) {
   const sandbox = createSandbox({ port: 0, changesPerSec: 0, rateLimit: 0, ...options });
   const { url } = await sandbox.start();
   onTestFinished(() => sandbox.stop());
   const retries: PageRetry[] = [];
   const pages = workerPageSource({
-    api: { baseUrl: url, apiKey, timeoutMs: 5_000, cursorParam: 'cursor' },
+    api: { baseUrl: url, apiKey, timeoutMs: 5_000, cursorParam: 'cursor', sandboxUpstream },
     schemas: {
       AlertUpserted: { schemaId: 7, subject: 's-up' },
       AlertDeactivated: { schemaId: 8, subject: 's-down' },
@@ -70,6 +75,17 @@ describe('workerPageSource', () => {
     const err = await refused.pages.next({}, new AbortController().signal).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UpstreamUnauthorizedError);
     expect(err).toMatchObject({ status: 401, retriable: false });
+  });
+
+  it('refuses the sandbox as the upstream at its first answer, with a ConfigError naming API_BASE_URL, across the thread', async () => {
+    const { sandbox, pages } = await workerAgainstSandbox({ alerts: 10 }, 'sandbox-key', 'refuse');
+    const err = await pages.next({}, new AbortController().signal).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).problems).toEqual([
+      { variable: 'API_BASE_URL', message: expect.stringContaining('answers as the fraudlink sandbox') },
+    ]);
+    // Not retried: one request, and not one more after it.
+    expect(sandbox.requestLog()).toHaveLength(1);
   });
 
   it('rejects at once when aborted, and close() ends the worker', async () => {

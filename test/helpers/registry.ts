@@ -53,6 +53,19 @@ export async function registryProxy(target: string, subject: string, { drop = 0,
   return { url: `http://127.0.0.1:${port}${registry.pathname}`, asked, firstAsked: firstAsked.promise };
 }
 
+/** An AlertUpserted event value, as the connector writes one. */
+export const ALERT_UPSERTED = {
+  eventId: 'e'.repeat(64),
+  alertId: 'a-1',
+  iban: 'DE89370400440532013000',
+  bic: null,
+  qualification: 'CONFIRMED',
+  qualificationRaw: null,
+  reportsCount: 2,
+  updatedAt: 1795339800123,
+  observedAt: 1795339900456,
+};
+
 /** A JSON schema using `format: date-time`, which the registry client's JSON support (ajv) cannot build. */
 export const DATE_TIME_JSON_SCHEMA = JSON.stringify({
   type: 'object',

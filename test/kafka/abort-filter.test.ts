@@ -1,8 +1,12 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import { abortFilterModulePath, type FetchedMessage, originals } from '../../src/kafka/kafkajs.ts';
+import '../../src/kafka/kafkajs.ts';
+import type { FetchedMessage } from '../../src/kafka/fixes/aborted-transactions-filter.ts';
+import { abortFilterModulePath } from '../../src/kafka/fixes/kafkajs-internals.ts';
+import { fixState } from '../../src/kafka/fixes/state.ts';
 
 const require = createRequire(import.meta.url);
+const { originals } = fixState;
 type Filter = NonNullable<typeof originals.filterAbortedMessages>;
 const fixed = require(abortFilterModulePath) as Filter;
 const original = originals.filterAbortedMessages as Filter;

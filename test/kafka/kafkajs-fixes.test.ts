@@ -2,15 +2,12 @@ import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { FencedError, KafkaError } from '../../src/errors.ts';
 import { toKafkaError } from '../../src/kafka/errors.ts';
+import '../../src/kafka/kafkajs.ts';
 import {
-  cuttableMessages,
   encoderModulePath,
   errorModulePath,
   groupModulePath,
-  murmur2,
   murmur2ModulePath,
-  originals,
-  PartitionBatchTooLargeError,
   type PartitionMetadata,
   partitionerModulePath,
   type RecordArgs,
@@ -20,8 +17,13 @@ import {
   recordModulePath,
   requestModulePath,
   requestQueueModulePath,
-} from '../../src/kafka/kafkajs.ts';
+} from '../../src/kafka/fixes/kafkajs-internals.ts';
+import { murmur2 } from '../../src/kafka/fixes/long-free-partitioner.ts';
+import { PartitionBatchTooLargeError } from '../../src/kafka/fixes/oversized-partition-batch.ts';
+import { fixState } from '../../src/kafka/fixes/state.ts';
 import { MAX_SEND_BYTES } from '../../src/kafka/records.ts';
+
+const { originals, cuttableMessages } = fixState;
 
 const require = createRequire(import.meta.url);
 type Encoded = { buffer: Buffer };

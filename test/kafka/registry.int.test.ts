@@ -7,20 +7,10 @@ import { type AvroSchemaJson, createSchemaRegistry } from '../../src/kafka/index
 import { frame } from '../../src/kafka/wire-format.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { testClients } from '../helpers/kafka.ts';
-import { DATE_TIME_JSON_SCHEMA, registeredSchema } from '../helpers/registry.ts';
+import { ALERT_UPSERTED, DATE_TIME_JSON_SCHEMA, registeredSchema } from '../helpers/registry.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';
 
-const event = {
-  eventId: 'e'.repeat(64),
-  alertId: 'a-1',
-  iban: 'DE89370400440532013000',
-  bic: null,
-  qualification: 'CONFIRMED',
-  qualificationRaw: null,
-  reportsCount: 2,
-  updatedAt: 1795339800123,
-  observedAt: 1795339900456,
-};
+const event = ALERT_UPSERTED;
 
 describe('schema registry on a real registry', () => {
   it('registers two record types on one topic under TopicRecordNameStrategy subjects and round-trips both', async () => {

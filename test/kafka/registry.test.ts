@@ -364,3 +364,25 @@ describe('schema registry client on a refused registration', () => {
     expect(isSchemaRefusal(err)).toBe(true);
   });
 });
+
+describe('schema registry client caches', () => {
+  it('keeps the verdicts on at most schemaIdCacheMax schema ids, the least recently read dropped first', async () => {
+    const asked: string[] = [];
+    // Every id is a JSON schema: not readable as Avro, a verdict the client keeps.
+    const server = createHttpServer((req, res) => {
+      asked.push(req.url?.split('/').pop() ?? '');
+      res.writeHead(200, { 'content-type': 'application/vnd.schemaregistry.v1+json' });
+      res.end(JSON.stringify({ schema: '{}', schemaType: 'JSON' }));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    httpServers.push(server);
+    const { port } = server.address() as { port: number };
+    const client = createSchemaRegistry({ url: `http://127.0.0.1:${port}`, schemaIdCacheMax: 2 });
+    for (const id of [1, 2, 1, 3, 1, 2]) {
+      expect((await failureOf(client.decode(wireFormat(id)))).err).toBeInstanceOf(DecodeError);
+    }
+    // 1 and 2 kept; 3 pushed 2 out (1 was read since), so 2 is asked again.
+    expect(asked).toEqual(['1', '2', '3', '2']);
+  });
+});

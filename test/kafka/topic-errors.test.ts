@@ -84,6 +84,21 @@ describe('produce and metadata errors naming their topic partitions', () => {
     expect(refusedTopicsOf(tooLarge)).toEqual(['replies.small']);
     // NOT_ENOUGH_REPLICAS: the cluster's trouble, not the topic's refusal.
     expect(refusedTopicsOf(await produced([{ topic: 'replies', errorCode: 19 }]))).toEqual([]);
+    // Any error Kafka does not call retriable refuses for good; a deleted topic too. Not fencing.
+    const anyReason = await produced([
+      { topic: 'replies.invalid', errorCode: 17 },
+      { topic: 'replies.policy', errorCode: 44 },
+      { topic: 'replies.acks', errorCode: 21 },
+      { topic: 'replies.deleted', errorCode: 3 },
+      { topic: 'replies.fenced', errorCode: 47 },
+      { topic: 'replies.sequence', errorCode: 45 },
+    ]);
+    expect(refusedTopicsOf(anyReason)).toEqual([
+      'replies.invalid',
+      'replies.policy',
+      'replies.acks',
+      'replies.deleted',
+    ]);
   });
 
   it('names the topic whose metadata the broker refuses (no Describe ACL), as a send or a partition count asks it first', async () => {

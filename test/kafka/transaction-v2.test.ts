@@ -2,18 +2,19 @@ import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import '../../src/kafka/kafkajs.ts';
 import { createEosManager, offsetsMemberships } from '../../src/kafka/eos-manager.ts';
+import { apiVersionsV3 } from '../../src/kafka/protocol/api-versions-v3.ts';
+import { endTxnV5 } from '../../src/kafka/protocol/end-txn-v5.ts';
+import type { Versions } from '../../src/kafka/protocol/flexible-request.ts';
+import { offsetFetchV7 } from '../../src/kafka/protocol/offset-fetch-v7.ts';
+import { produceV12 } from '../../src/kafka/protocol/produce-v12.ts';
+import { txnOffsetCommitFlexible } from '../../src/kafka/protocol/txn-offset-commit.ts';
 import {
-  apiVersionsV3,
-  endTxnV5,
   finalizedFeatureLevel,
   keepTransactionProtocolV1,
-  offsetFetchV7,
-  produceV12,
   releaseTransactionProtocol,
   transactionV2Available,
   transactionV2For,
-  txnOffsetCommitFlexible,
-  type Versions,
+  withFinalizedFeatures,
 } from '../../src/kafka/transaction-v2.ts';
 
 const require = createRequire(import.meta.url);
@@ -63,7 +64,7 @@ function versions(
   };
   if (featureLevel !== undefined) {
     const features = new Map([['transaction.version', featureLevel]]);
-    Object.assign(v, { [Symbol.for('fraudlink.kafkajs.finalizedFeatures')]: features });
+    withFinalizedFeatures(v, features);
   }
   return v;
 }

@@ -152,8 +152,21 @@ describe('fraudlink sandbox', () => {
 
   // Flags that only fail once the server listens: a usage error naming the flag, not a stack trace.
   const unusable: [string, string[], RegExp][] = [
-    ['a host that does not resolve', ['--host', 'no.such.host.invalid'], /^fraudlink: USAGE: --host /],
-    ['a host that is not an address of this machine', ['--host', '192.0.2.1'], /^fraudlink: USAGE: --host /],
+    [
+      'a host that does not resolve',
+      ['--host', 'no.such.host.invalid', '--admin-token', 't0ken'],
+      /^fraudlink: USAGE: --host no\.such\.host\.invalid: the name does not resolve/,
+    ],
+    [
+      'a host that is not an address of this machine',
+      ['--host', '192.0.2.1', '--admin-token', 't0ken'],
+      /^fraudlink: USAGE: --host 192\.0\.2\.1: not an address of this machine/,
+    ],
+    [
+      'a host beyond loopback without an admin token',
+      ['--host', '0.0.0.0'],
+      /^fraudlink: USAGE: --host 0\.0\.0\.0 is not loopback: \/__admin then needs a token \(--admin-token or SANDBOX_ADMIN_TOKEN\)/,
+    ],
     [
       'a TLS certificate that is not PEM',
       ['--tls-cert', notPem, '--tls-key', notPem],

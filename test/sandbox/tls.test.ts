@@ -1,37 +1,15 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type CertificateExtension, generate } from 'selfsigned';
 import { Agent, request } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.ts';
+import { issue, type Pem } from '../helpers/tls.ts';
 import { startSandbox } from './helpers.ts';
 
-type Pem = { cert: string; private: string };
 let ca: Pem;
 let server: Pem;
 let client: Pem;
-
-async function issue(issuer: Pem | undefined, cn: string, usage: 'ca' | 'server' | 'client'): Promise<Pem> {
-  const extensions: CertificateExtension[] =
-    usage === 'ca'
-      ? [
-          { name: 'basicConstraints', cA: true, critical: true },
-          { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true },
-        ]
-      : usage === 'server'
-        ? [
-            { name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] },
-            { name: 'extKeyUsage', serverAuth: true },
-          ]
-        : [{ name: 'extKeyUsage', clientAuth: true }];
-  return generate([{ name: 'commonName', value: cn }], {
-    keyType: 'ec',
-    algorithm: 'sha256',
-    extensions,
-    ...(issuer && { ca: { key: issuer.private, cert: issuer.cert } }),
-  });
-}
 
 beforeAll(async () => {
   ca = await issue(undefined, 'sandbox test CA', 'ca');

@@ -152,6 +152,13 @@ describe('helm chart', { timeout: 60_000 }, () => {
       '/etc/fraudlink/api-tls/tls.crt': files.cert,
       '/etc/fraudlink/api-tls/tls.key': files.key,
       '/etc/fraudlink/api-tls/ca.crt': files.cert,
+      ...Object.fromEntries(
+        ['registry-tls', 'kafka-tls'].flatMap((dir) => [
+          [`/etc/fraudlink/${dir}/tls.crt`, files.cert],
+          [`/etc/fraudlink/${dir}/tls.key`, files.key],
+          [`/etc/fraudlink/${dir}/ca.crt`, files.cert],
+        ]),
+      ),
     };
     const local = (env: Record<string, string>) =>
       Object.fromEntries(Object.entries(env).map(([k, v]) => [k, mountedAs[v] ?? v]));
@@ -160,7 +167,7 @@ describe('helm chart', { timeout: 60_000 }, () => {
         'fraudlink-alerts',
       );
       expect(loadVerifierConfig(local(podEnv(objects, '-verifier'))).verifier.replyTopicsAllowed.source).toBe(
-        '^vop\\.verification\\.replies\\..*',
+        '^(?:^vop\\.verification\\.replies\\..*)$',
       );
     }
     expect(podEnv(full.objects, '-connector')).toMatchObject({
@@ -222,11 +229,22 @@ describe('helm chart', { timeout: 60_000 }, () => {
     expect(loadVerifierConfig(podEnv(ipv6.objects, '-verifier')).http.host).toBe('::');
   });
 
-  it('can set every variable the configuration defines, from a value or a Secret', () => {
-    const set = new Set([
-      ...Object.keys(podEnv(full.objects, '-connector')),
-      ...Object.keys(podEnv(full.objects, '-verifier')),
+  it('can set every variable the configuration defines, from a value or a Secret', async () => {
+    // SASL's password mechanisms and OAUTHBEARER exclude each other: the OAuth variables come from a
+    // rendering with that mechanism.
+    const oauth = await render([
+      ...ciValues('full'),
+      '--set',
+      'kafka.sasl.mechanism=oauthbearer,kafka.sasl.oauth.tokenUrl=https://login.example/token,' +
+        'kafka.sasl.oauth.clientId=fraudlink,kafka.sasl.oauth.scope=kafka,' +
+        'secrets.kafkaSaslOauthClientSecret=ci-oauth-secret-not-a-secret',
     ]);
+    const set = new Set(
+      [full, oauth].flatMap(({ objects }) => [
+        ...Object.keys(podEnv(objects, '-connector')),
+        ...Object.keys(podEnv(objects, '-verifier')),
+      ]),
+    );
     expect(configVariables.filter((v) => !set.has(v))).toEqual([]);
   });
 
@@ -424,6 +442,179 @@ describe('helm values validation', { timeout: 60_000 }, () => {
     ]);
     expect(code).not.toBe(0);
     expect(stderr).toContain(message);
+  });
+
+  it.each([
+    ['kafka.tls', 'the brokers'],
+    ['schemaRegistry.tls', 'the registry'],
+  ])('refuses %s settings that would be ignored or mount nothing, as api.tls', async (path, peer) => {
+    const refused = [
+      [[`${path}.caKey=ca.crt`], `${path}.caKey needs ${path}.existingSecret`],
+      [[`${path}.existingSecret=s`, `${path}.keyKey=`], `${path}: set both certKey and keyKey`],
+      [[`${path}.existingSecret=s`, `${path}.certKey=`, `${path}.keyKey=`], `the CA of ${peer}`],
+    ] as const;
+    for (const [settings, message] of refused) {
+      const { code, stderr } = await template([
+        ...ciValues('lint'),
+        ...settings.flatMap((v) => ['--set-string', v]),
+      ]);
+      expect(code).not.toBe(0);
+      expect(stderr).toContain(message);
+    }
+  });
+
+  it('mounts the Kafka and registry client certificates and CAs from existing Secrets, only their paths in the ConfigMaps', async () => {
+    const secretsOf = (path: string) =>
+      [`${path}.existingSecret=${path.split('.')[0]}-tls`, `${path}.caKey=ca.crt`].flatMap((v) => [
+        '--set',
+        v,
+      ]);
+    const { text, objects } = await render([
+      ...ciValues('lint'),
+      ...secretsOf('kafka.tls'),
+      ...secretsOf('schemaRegistry.tls'),
+    ]);
+    for (const component of ['-connector', '-verifier']) {
+      expect(podEnv(objects, component)).toMatchObject({
+        KAFKA_TLS_CERT: '/etc/fraudlink/kafka-tls/tls.crt',
+        KAFKA_TLS_KEY: '/etc/fraudlink/kafka-tls/tls.key',
+        KAFKA_TLS_CA: '/etc/fraudlink/kafka-tls/ca.crt',
+        SCHEMA_REGISTRY_TLS_CERT: '/etc/fraudlink/registry-tls/tls.crt',
+        SCHEMA_REGISTRY_TLS_KEY: '/etc/fraudlink/registry-tls/tls.key',
+        SCHEMA_REGISTRY_TLS_CA: '/etc/fraudlink/registry-tls/ca.crt',
+      });
+      const pod = (find(objects, 'Deployment', component).spec as { template: { spec: unknown } }).template
+        .spec as {
+        volumes: { name: string; secret?: unknown }[];
+        containers: { volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[] }[];
+      };
+      const items = ['tls.crt', 'tls.key', 'ca.crt'].map((key) => ({ key, path: key }));
+      expect(pod.volumes.find((v) => v.name === 'kafka-tls')?.secret).toEqual({
+        secretName: 'kafka-tls',
+        defaultMode: 0o440,
+        items,
+      });
+      expect(pod.volumes.find((v) => v.name === 'registry-tls')?.secret).toEqual({
+        secretName: 'schemaRegistry-tls',
+        defaultMode: 0o440,
+        items,
+      });
+      expect(pod.containers[0]?.volumeMounts).toEqual(
+        expect.arrayContaining([
+          { name: 'kafka-tls', mountPath: '/etc/fraudlink/kafka-tls', readOnly: true },
+          { name: 'registry-tls', mountPath: '/etc/fraudlink/registry-tls', readOnly: true },
+        ]),
+      );
+    }
+    // No PEM anywhere in the manifests: the files stay in the Secrets.
+    expect(text).not.toContain('BEGIN');
+  });
+
+  it('takes OAuth client credentials for oauthbearer, the client secret from the Secret only', async () => {
+    const { text, objects } = await render([
+      ...ciValues('lint'),
+      ...[
+        'kafka.ssl=true',
+        'kafka.sasl.mechanism=oauthbearer',
+        'kafka.sasl.oauth.tokenUrl=https://idp.example/token',
+        'kafka.sasl.oauth.clientId=fraudlink',
+        'kafka.sasl.oauth.scope=kafka',
+      ].flatMap((v) => ['--set', v]),
+    ]);
+    const env = podEnv(objects, '-connector');
+    expect(env).toMatchObject({
+      KAFKA_SASL_MECHANISM: 'oauthbearer',
+      KAFKA_SASL_OAUTH_TOKEN_URL: 'https://idp.example/token',
+      KAFKA_SASL_OAUTH_CLIENT_ID: 'fraudlink',
+      KAFKA_SASL_OAUTH_SCOPE: 'kafka',
+      KAFKA_SASL_OAUTH_CLIENT_SECRET: 'from-secret',
+    });
+    expect(env).not.toHaveProperty('KAFKA_SASL_USERNAME');
+    expect(env).not.toHaveProperty('KAFKA_SASL_PASSWORD');
+    const secretRef = containerOf(find(objects, 'Deployment', '-connector')).env.find(
+      (e) => e.name === 'KAFKA_SASL_OAUTH_CLIENT_SECRET',
+    );
+    expect(secretRef?.valueFrom?.secretKeyRef).toEqual({
+      name: 'fraudlink-credentials',
+      key: 'kafka-sasl-oauth-client-secret',
+    });
+    expect(text).not.toContain('client-secret-value');
+    const missing = await template([...ciValues('lint'), '--set', 'kafka.sasl.mechanism=oauthbearer']);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toContain('kafka.sasl.oauth.tokenUrl is required');
+  });
+
+  it('refuses clear text and a sandbox upstream by default, and renders the opt-ins when set', async () => {
+    for (const component of ['-connector', '-verifier']) {
+      expect(podEnv(minimal.objects, component)).toMatchObject({
+        ALLOW_INSECURE_TRANSPORT: 'false',
+        ALLOW_SANDBOX_UPSTREAM: 'false',
+      });
+    }
+    const { objects } = await render([
+      ...ciValues('lint'),
+      ...['allowInsecureTransport=true', 'allowSandboxUpstream=true'].flatMap((v) => ['--set', v]),
+    ]);
+    expect(podEnv(objects, '-verifier')).toMatchObject({
+      ALLOW_INSECURE_TRANSPORT: 'true',
+      ALLOW_SANDBOX_UPSTREAM: 'true',
+    });
+  });
+
+  it('limits ingress to the metrics port from the chosen selectors when networkPolicy is on, and has none by default', async () => {
+    expect(minimal.objects.filter((o) => o.kind === 'NetworkPolicy')).toEqual([]);
+    const policy = find(full.objects, 'NetworkPolicy', 'rel-fraudlink');
+    expect(policy.spec).toEqual({
+      podSelector: {
+        matchLabels: { 'app.kubernetes.io/name': 'fraudlink', 'app.kubernetes.io/instance': 'rel' },
+      },
+      policyTypes: ['Ingress'],
+      ingress: [
+        {
+          from: [
+            {
+              namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+              podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+            },
+          ],
+          ports: [{ port: 'metrics', protocol: 'TCP' }],
+        },
+      ],
+    });
+    // Every fraudlink pod carries the labels it selects, and names its metrics port "metrics".
+    for (const component of ['-connector', '-verifier']) {
+      const template = (
+        find(full.objects, 'Deployment', component).spec as {
+          template: { metadata: { labels: Record<string, string> } };
+        }
+      ).template;
+      expect(template.metadata.labels).toMatchObject({
+        'app.kubernetes.io/name': 'fraudlink',
+        'app.kubernetes.io/instance': 'rel',
+      });
+      expect(containerOf(find(full.objects, 'Deployment', component)).ports.map((p) => p.name)).toEqual([
+        'metrics',
+      ]);
+    }
+  });
+
+  it('pins the image by digest when image.digest is set', async () => {
+    const digest = `sha256:${'ab'.repeat(32)}`;
+    const { objects } = await render([
+      ...ciValues('lint'),
+      '--set',
+      `image.digest=${digest}`,
+      '--set',
+      'image.tag=9.9.9',
+    ]);
+    for (const component of ['-connector', '-verifier']) {
+      expect(
+        (containerOf(find(objects, 'Deployment', component)) as unknown as { image: string }).image,
+      ).toBe(`fraudlink@${digest}`);
+    }
+    const bad = await template([...ciValues('lint'), '--set', 'image.digest=latest']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('digest');
   });
 
   it('refuses to render without the required settings, naming each', async () => {

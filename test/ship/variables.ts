@@ -5,12 +5,14 @@ import {
   connectorEnv,
   kafkaEnv,
   registryEnv,
+  sandboxUpstreamEnv,
   verifierEnv,
 } from '../../src/config/schema.ts';
 
 /** Every environment variable the configuration defines, which the guide and the chart must cover. */
 export const configVariables = [
   apiEnv,
+  sandboxUpstreamEnv,
   kafkaEnv,
   registryEnv,
   alertsEnv,

@@ -143,9 +143,23 @@ describe('createVerificationClient', () => {
     expect(kafka.sent).toEqual([]);
     start.resolve();
     await vi.waitFor(() => expect(kafka.sent).toHaveLength(1));
-    const answer = { requestId: 'r', outcome: 'EXPIRED' };
+    const answer = { requestId: String(kafka.sent[0]?.key), outcome: 'EXPIRED' };
     await reply(kafka.sent[0], Buffer.from(JSON.stringify(answer)), true);
     expect(await settledSoon(verifying)).toEqual({ value: answer });
+  });
+
+  it("ignores a reply with the request's correlation id but another requestId, counts it, and resolves with the real one", async () => {
+    const { client, verifying } = await oneRequestSent();
+    const requestId = String(kafka.sent[0]?.key);
+    const forged = { requestId: 'someone-else', outcome: 'COMPLETED', nameMatch: 'MTCH' };
+    await reply(kafka.sent[0], Buffer.from(JSON.stringify(forged)), true);
+    expect(await settledSoon(verifying)).toBe('pending');
+    expect(client.stats).toMatchObject({ mismatched: 1, pending: 1 });
+    const real = { requestId, outcome: 'COMPLETED', nameMatch: 'NMTC' };
+    await reply(kafka.sent[0], Buffer.from(JSON.stringify(real)), true);
+    expect(await settledSoon(verifying)).toEqual({ value: real });
+    expect(client.stats).toMatchObject({ mismatched: 1, pending: 0 });
+    await client.close();
   });
 
   it("counts a verify() call's timeout from the call, the client's start-up included", async () => {
@@ -313,7 +327,7 @@ describe('createVerificationClient', () => {
     const { client, verifying } = await oneRequestSent();
     kafka.consumer?.onCrash?.(new KafkaError('consumer crashed: Connection closed'), true);
     expect(await settledSoon(verifying)).toBe('pending');
-    const answer = { requestId: 'r', outcome: 'EXPIRED' };
+    const answer = { requestId: String(kafka.sent[0]?.key), outcome: 'EXPIRED' };
     await reply(kafka.sent[0], Buffer.from(JSON.stringify(answer)), true);
     expect(await settledSoon(verifying)).toEqual({ value: answer });
     await client.close();

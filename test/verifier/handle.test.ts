@@ -6,9 +6,12 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { loadVerifierConfig } from '../../src/config/index.ts';
 import { AbortedError, DecodeError, SchemaRegistryError } from '../../src/errors.ts';
 import {
+  batchBytes,
   createSchemaRegistry,
   type IncomingRecord,
+  type OutgoingRecord,
   type SchemaRegistryClient,
+  type UnreadableBatch,
 } from '../../src/kafka/index.ts';
 import { createLogger, silentLogger } from '../../src/logger.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
@@ -224,7 +227,7 @@ describe('handleRequest when the broker refuses a reply topic', () => {
     expect((await metrics.refusedReplyTopics.get()).values[0]?.value).toBe(2);
     expect(out.lines.map((l) => [l.msg, l.refused])).toEqual([
       [
-        "the broker refuses kafka_replyTopic's metadata (no Describe ACL for the verifier); replying on the default topic",
+        "the broker refuses kafka_replyTopic's metadata (no Describe ACL for the verifier, an invalid name, ...); replying on the default topic",
         teamA,
       ],
       ['kafka_replyTopic refused by the broker lately; replying on the default topic', teamA],
@@ -426,20 +429,96 @@ describe('handleRequest on bad input', () => {
     ]);
   });
 
-  it('stops on an unreadable request whose DLQ copy the DLQ topic would refuse, naming the request and the limit', async () => {
-    const record = { ...jsonRequest(), offset: '41', value: Buffer.from(`{${'x'.repeat(2_000)}`) };
+  it('cuts down the DLQ copy of an unreadable request that the DLQ topic would refuse, and still answers it', async () => {
+    const value = Buffer.from(`{${'x'.repeat(2_000)}`);
+    const record = { ...jsonRequest(), offset: '41', value };
     const metrics = createVerifierMetrics(new Registry());
-    // The copy is the value plus its headers and the batch's framing: over 2,000 bytes.
-    await expect(handleRequest(record, deps({ dlqMaxBytes: 2_000, metrics }))).rejects.toThrow(
-      new RegExp(
-        `request at ${config.verifier.requestsTopic}/0 offset 41 cannot be copied to the DLQ: \\d+ bytes .*` +
-          `max.message.bytes of ${config.verifier.dlqTopic} \\(2000\\)`,
-      ),
+    const out = logCapture();
+    const logger = createLogger({ level: 'warn', destination: out.stream });
+    const records = await handleRequest(record, deps({ dlqMaxBytes: 2_000, metrics, logger }));
+
+    const copy = records.find((r) => r.topic === config.verifier.dlqTopic);
+    expect(batchBytes([copy as OutgoingRecord])).toBeLessThanOrEqual(2_000);
+    // As much of the value as fits, and its size before in the header.
+    expect(copy?.value?.length).toBeGreaterThan(1_500);
+    expect(value.subarray(0, copy?.value?.length).equals(copy?.value as Buffer)).toBe(true);
+    expect(Number(copy?.headers?.['dlq-truncated'])).toBeGreaterThan(2_000);
+    expect(copy?.headers).toMatchObject({ 'error-code': 'REQUEST_UNREADABLE', 'source-offset': '41' });
+    expect(records.map((r) => r.topic)).toContain(config.verifier.repliesTopic);
+    expect((await metrics.dlq.get()).values).toMatchObject([
+      { labels: { code: 'REQUEST_UNREADABLE' }, value: 1 },
+    ]);
+    expect(out.lines.map((l) => l.msg)).toContain(
+      "the DLQ copy is larger than the DLQ topic's max.message.bytes: cut down to fit",
     );
-    expect((await metrics.dlq.get()).values).toEqual([]);
-    // The same request fits a DLQ that takes its size.
-    const records = await handleRequest(record, deps({ dlqMaxBytes: 3_000 }));
-    expect(records.map((r) => r.topic)).toContain(config.verifier.dlqTopic);
+    // The same request fits a DLQ that takes its size: copied whole.
+    const whole = await handleRequest(record, deps({ dlqMaxBytes: 3_000 }));
+    expect(whole.find((r) => r.topic === config.verifier.dlqTopic)?.value).toEqual(value);
+  });
+});
+
+describe('handleRequest with an unreadable record batch', () => {
+  const batch: UnreadableBatch = {
+    firstOffset: '10',
+    lastOffset: '12',
+    codec: 'zstd',
+    reason: 'could not decompress a ZSTD record batch (40 bytes compressed): corrupt',
+    bytes: 40,
+    data: Buffer.alloc(40, 7),
+  };
+  const marker: IncomingRecord = {
+    topic: config.verifier.requestsTopic,
+    partition: 2,
+    offset: '12',
+    key: null,
+    value: null,
+    headers: {},
+    timestamp: 0,
+    unreadableBatch: batch,
+  };
+
+  it('makes it one DLQ record naming the batch, with its compressed bytes, and no reply', async () => {
+    const metrics = createVerifierMetrics(new Registry());
+    let asked = 0;
+    const records = await handleRequest(
+      marker,
+      deps({
+        metrics,
+        api: {
+          verify: async () => {
+            asked++;
+            return { partyNameMatch: 'MTCH' };
+          },
+        },
+      }),
+    );
+    expect(records).toEqual([
+      {
+        topic: config.verifier.dlqTopic,
+        key: null,
+        value: batch.data,
+        headers: {
+          'error-code': 'REQUEST_BATCH_UNREADABLE',
+          'error-message': batch.reason,
+          'source-topic': config.verifier.requestsTopic,
+          'source-partition': '2',
+          'source-offset-first': '10',
+          'source-offset-last': '12',
+          'source-codec': 'zstd',
+        },
+      },
+    ]);
+    expect(asked).toBe(0);
+    expect((await metrics.dlq.get()).values).toMatchObject([
+      { labels: { code: 'REQUEST_BATCH_UNREADABLE' }, value: 1 },
+    ]);
+  });
+
+  it('leaves its compressed bytes out when they do not fit the DLQ topic', async () => {
+    const big = { ...marker, unreadableBatch: { ...batch, bytes: 5_000, data: Buffer.alloc(5_000, 7) } };
+    const [copy] = await handleRequest(big, deps({ dlqMaxBytes: 2_000 }));
+    expect(copy?.value).toBeNull();
+    expect(copy?.headers).toMatchObject({ 'source-offset-last': '12', 'dlq-truncated': expect.any(String) });
   });
 });
 
@@ -509,5 +588,101 @@ describe('handleRequest deadlines', () => {
       outcome: 'INVALID_REQUEST',
       error: { code: 'REQUEST_DEADLINE_INVALID', message: expect.stringContaining('vop-deadline') },
     });
+  });
+});
+
+describe('handleRequest on requests over a limit', () => {
+  /** The handler with an upstream that must not be called, and its log lines and metrics. */
+  function untouched() {
+    const out = logCapture();
+    const upstream: unknown[] = [];
+    const d = deps({
+      api: {
+        verify: async (body) => {
+          upstream.push(body);
+          return { partyNameMatch: 'MTCH' };
+        },
+      },
+      logger: createLogger({ level: 'debug', destination: out.stream }),
+    });
+    return { d, upstream, out };
+  }
+  const replyOf = (record: { value: Buffer | null } | undefined) =>
+    JSON.parse(record?.value?.toString() ?? '');
+
+  it('sends a request whose key is too long to be its id to the DLQ only, with REQUEST_KEY_TOO_LONG, asking nothing', async () => {
+    const { d, upstream, out } = untouched();
+    const record = { ...jsonRequest(), key: Buffer.alloc(400_000, 'k') };
+    const records = await handleRequest(record, d);
+    expect(records).toEqual([
+      expect.objectContaining({
+        topic: config.verifier.dlqTopic,
+        key: record.key,
+        headers: expect.objectContaining({ 'error-code': 'REQUEST_KEY_TOO_LONG' }),
+      }),
+    ]);
+    expect(upstream).toEqual([]);
+    expect(JSON.stringify(out.lines)).not.toContain('kkkk');
+  });
+
+  it('answers a 400 KB correlation id INVALID_REQUEST, echoing the request id instead, asking nothing', async () => {
+    const { d, upstream } = untouched();
+    const record = jsonRequest({ kafka_correlationId: Buffer.alloc(400_000, 'c') });
+    const [reply, ...more] = await handleRequest(record, d);
+    expect(more).toEqual([]);
+    expect(reply?.topic).toBe(config.verifier.repliesTopic);
+    expect(reply?.headers?.kafka_correlationId).toEqual(Buffer.from('req-1'));
+    expect(replyOf(reply)).toMatchObject({
+      outcome: 'INVALID_REQUEST',
+      error: { code: 'REQUEST_CORRELATION_ID_TOO_LONG' },
+    });
+    expect(batchBytes([reply as never])).toBeLessThan(2_000);
+    expect(upstream).toEqual([]);
+  });
+
+  it.each([
+    ['a 1 MB name', { partyName: 'x'.repeat(1_000_000) }, 'REQUEST_NAME_TOO_LONG'],
+    ['a 100-character IBAN', { iban: `DE89${'3'.repeat(96)}` }, 'REQUEST_IBAN_TOO_LONG'],
+    ['a 400 KB requestId', { requestId: 'r'.repeat(400_000) }, 'REQUEST_ID_TOO_LONG'],
+  ])('answers %s INVALID_REQUEST with its code, asking nothing', async (_what, change, code) => {
+    const { d, upstream } = untouched();
+    const record = jsonRequest();
+    record.value = Buffer.from(
+      JSON.stringify({
+        requestId: 'req-1',
+        iban: IBAN,
+        partyName: 'Anna',
+        requestedAt: Date.now(),
+        ...change,
+      }),
+    );
+    const [reply] = await handleRequest(record, d);
+    expect(replyOf(reply)).toMatchObject({ outcome: 'INVALID_REQUEST', error: { code } });
+    expect(batchBytes([reply as never])).toBeLessThan(2_000);
+    expect(upstream).toEqual([]);
+  });
+
+  it('replies on the default topic to a kafka_replyTopic with a space, warning why and counting it', async () => {
+    const { d, out } = untouched();
+    const looked: string[] = [];
+    d.partitionCount = async (topic) => {
+      looked.push(topic);
+      return 3;
+    };
+    const [reply] = await handleRequest(
+      jsonRequest({ kafka_replyTopic: Buffer.from('vop.verification.replies.x y') }),
+      d,
+    );
+    expect(reply?.topic).toBe(config.verifier.repliesTopic);
+    expect(replyOf(reply)).toMatchObject({ outcome: 'COMPLETED' });
+    expect(looked).toEqual([]);
+    expect((await d.metrics.refusedReplyTopics.get()).values[0]?.value).toBe(1);
+    expect(out.lines.filter((l) => String(l.msg).startsWith('kafka_replyTopic'))).toEqual([
+      expect.objectContaining({
+        msg: 'kafka_replyTopic refused (not a legal Kafka topic name); replying on the default topic',
+        refused: 'vop.verification.replies.x y',
+        reason: 'not a legal Kafka topic name',
+      }),
+    ]);
   });
 });

@@ -26,6 +26,8 @@ export async function verifierHarness(sandboxOptions: SandboxOptions = {}, topic
   const env = {
     ...stackEnv(),
     API_BASE_URL: url,
+    // The sandbox marks its answers; without this the component refuses it as its upstream.
+    ALLOW_SANDBOX_UPSTREAM: 'true',
     API_KEY: 'sandbox-key',
     VERIFY_REQUESTS_TOPIC: `${prefix}.requests`,
     VERIFY_REPLIES_TOPIC: `${prefix}.replies.default`,

@@ -39,4 +39,25 @@ describe('cachedPartitionCounts', () => {
     expect(await counts('replies')).toBe(6);
     expect(asked).toBe(2);
   });
+
+  it('keeps at most max topics, the least recently asked dropped first', async () => {
+    const asked: string[] = [];
+    const counts = cachedPartitionCounts(
+      async (topic) => {
+        asked.push(topic);
+        return 1;
+      },
+      60_000,
+      () => 0,
+      2,
+    );
+    await counts('a');
+    await counts('b');
+    await counts('a');
+    await counts('c');
+    // b was the least recently asked of the two kept: asked again, a not.
+    await counts('a');
+    await counts('b');
+    expect(asked).toEqual(['a', 'b', 'c', 'b']);
+  });
 });

@@ -4,8 +4,17 @@ import {
   correlationIdOf,
   deadlineOf,
   formatOf,
+  isLegalTopicName,
+  MAX_CORRELATION_ID_BYTES,
+  MAX_HEADER_VALUE_BYTES,
+  MAX_HEADERS_BYTES,
+  MAX_KEY_BYTES,
+  MAX_PARTY_NAME_INPUT,
+  MAX_REQUEST_ID_BYTES,
   parseJsonRequest,
+  recordLimitRefusal,
   replyRouteOf,
+  replyTopicRefusal,
   validateRequest,
 } from '../../src/verifier/request.ts';
 import { replyPartitionHeader } from './harness.ts';
@@ -17,6 +26,11 @@ const valid = {
   requestedAt: 1000,
 };
 const allow = /^vop\.verification\.replies\..*/;
+const rules = (allowed: RegExp = allow, own: string[] = []) => ({
+  defaultTopic: 'vop.verification.replies.v1',
+  allowed,
+  own,
+});
 /** 𠮷: one character, two UTF-16 units. */
 const ASTRAL = '\u{20BB7}';
 
@@ -43,11 +57,44 @@ describe('request validation', () => {
   it.each([
     ['a bad IBAN checksum', { iban: 'DE88370400440532013000' }, 'REQUEST_IBAN_INVALID'],
     ['an empty name', { partyName: '   ' }, 'REQUEST_NAME_INVALID'],
-    ['a name over 140 characters', { partyName: 'x'.repeat(141) }, 'REQUEST_NAME_INVALID'],
+    ['a name over 140 characters', { partyName: 'x'.repeat(141) }, 'REQUEST_NAME_TOO_LONG'],
     ['a missing request id', { requestId: '' }, 'REQUEST_ID_MISSING'],
     ['a requestedAt that is no instant', { requestedAt: 'now' }, 'REQUEST_REQUESTED_AT_INVALID'],
   ])('refuses %s', (_what, change, code) => {
     expect(validateRequest({ ...valid, ...change })).toMatchObject({ ok: false, code });
+  });
+
+  it.each([
+    [
+      'a request id over the limit',
+      { requestId: 'r'.repeat(MAX_REQUEST_ID_BYTES + 1) },
+      'REQUEST_ID_TOO_LONG',
+    ],
+    ['a request id over the limit in UTF-8 bytes', { requestId: 'é'.repeat(129) }, 'REQUEST_ID_TOO_LONG'],
+    ['a 100-character IBAN', { iban: `DE89${'0'.repeat(96)}` }, 'REQUEST_IBAN_TOO_LONG'],
+    [
+      'an IBAN of 35 characters once spaces are removed',
+      { iban: `DE89 ${'0'.repeat(31)}` },
+      'REQUEST_IBAN_TOO_LONG',
+    ],
+    ['an IBAN of megabytes of spaces', { iban: ' '.repeat(1_000_000) }, 'REQUEST_IBAN_TOO_LONG'],
+    ['a 1 MB name', { partyName: 'x'.repeat(1_000_000) }, 'REQUEST_NAME_TOO_LONG'],
+    [
+      'a name of spaces longer than the input limit',
+      { partyName: ' '.repeat(MAX_PARTY_NAME_INPUT + 1) },
+      'REQUEST_NAME_TOO_LONG',
+    ],
+    // Sizes come first: a request over a limit is refused for that, whatever else is wrong with it.
+    ['an over-long IBAN with no name', { iban: 'D'.repeat(200), partyName: '' }, 'REQUEST_IBAN_TOO_LONG'],
+  ])('refuses before any other check %s', (_what, change, code) => {
+    expect(validateRequest({ ...valid, ...change })).toMatchObject({ ok: false, code });
+  });
+
+  it('passes an IBAN of 34 characters with a space after each, in the print form', () => {
+    // GB82 WEST 1234 5698 7654 32, spaced out: refused for its checksum or shape only, not its size.
+    expect(validateRequest({ ...valid, iban: 'GB82WEST12345698765432'.split('').join(' ') })).toMatchObject({
+      ok: true,
+    });
   });
 
   it.each([
@@ -67,6 +114,107 @@ describe('request validation', () => {
       unreadable: true,
     });
     expect(parseJsonRequest(Buffer.from('[1]'))).toMatchObject({ code: 'REQUEST_UNREADABLE' });
+  });
+});
+
+describe('request limits on the key and headers', () => {
+  const ok = Buffer.from('r-1');
+  it.each([
+    ['a key over the limit', Buffer.alloc(MAX_KEY_BYTES + 1, 'k'), {}, 'REQUEST_KEY_TOO_LONG'],
+    [
+      'a 400 KB correlation id',
+      ok,
+      { kafka_correlationId: Buffer.alloc(400_000, 'c') },
+      'REQUEST_CORRELATION_ID_TOO_LONG',
+    ],
+    [
+      'a correlation id one byte over',
+      ok,
+      { kafka_correlationId: Buffer.alloc(MAX_CORRELATION_ID_BYTES + 1) },
+      'REQUEST_CORRELATION_ID_TOO_LONG',
+    ],
+    [
+      'a vop-deadline over the header limit',
+      ok,
+      { 'vop-deadline': Buffer.alloc(MAX_HEADER_VALUE_BYTES + 1, '1') },
+      'REQUEST_HEADER_TOO_LARGE',
+    ],
+    [
+      'a 300 KB reply topic',
+      ok,
+      { kafka_replyTopic: Buffer.alloc(300_000, 'a') },
+      'REQUEST_HEADER_TOO_LARGE',
+    ],
+    [
+      'headers each within the limit, over it together',
+      ok,
+      Object.fromEntries(
+        Array.from({ length: MAX_HEADERS_BYTES / MAX_HEADER_VALUE_BYTES + 1 }, (_, i) => [
+          `h${i}`,
+          Buffer.alloc(MAX_HEADER_VALUE_BYTES),
+        ]),
+      ),
+      'REQUEST_HEADER_TOO_LARGE',
+    ],
+  ])('refuses %s', (_what, key, headers, code) => {
+    expect(recordLimitRefusal(key, headers)).toMatchObject({ code });
+  });
+
+  it('passes a record at every limit, and one without a key', () => {
+    expect(
+      recordLimitRefusal(Buffer.alloc(MAX_KEY_BYTES), {
+        kafka_correlationId: Buffer.alloc(MAX_CORRELATION_ID_BYTES),
+        kafka_replyTopic: Buffer.alloc(MAX_HEADER_VALUE_BYTES),
+      }),
+    ).toBeUndefined();
+    expect(recordLimitRefusal(null, {})).toBeUndefined();
+  });
+
+  it('echoes a correlation id over the limit nowhere: the reply carries the request id instead', () => {
+    expect(correlationIdOf({ kafka_correlationId: Buffer.alloc(400_000) }, 'r-1')?.toString()).toBe('r-1');
+  });
+});
+
+describe('reply topic checks', () => {
+  const own = ['vop.verification.requests.v1', 'fraud.alerts.v1'];
+  const broad = /^(?:.*)$/;
+  it.each([
+    ['vop.verification.replies.x y', 'not a legal Kafka topic name'],
+    ['vop.verification.replies.x\n', 'not a legal Kafka topic name'],
+    [`vop.verification.replies.${'x'.repeat(300)}`, 'not a legal Kafka topic name'],
+    ['.', 'not a legal Kafka topic name'],
+    ['..', 'not a legal Kafka topic name'],
+    ['__consumer_offsets', 'an internal topic'],
+    ['__transaction_state', 'an internal topic'],
+    ['fraud.alerts.v1', "one of fraudlink's own topics"],
+    ['vop.verification.requests.v1', "one of fraudlink's own topics"],
+  ])('refuses %j even under an allow-list that takes anything', (topic, why) => {
+    expect(
+      replyTopicRefusal(topic, { defaultTopic: 'vop.verification.replies.v1', allowed: broad, own }),
+    ).toBe(why);
+  });
+
+  it('takes a legal name the allow-list matches, and the default topic whatever the list says', () => {
+    const rules = { defaultTopic: 'vop.verification.replies.v1', allowed: /^(?:vop\..*)$/, own };
+    expect(replyTopicRefusal('vop.verification.replies.team-a', rules)).toBeUndefined();
+    expect(
+      replyTopicRefusal('vop.verification.replies.v1', { ...rules, allowed: /^(?:none)$/ }),
+    ).toBeUndefined();
+    expect(replyTopicRefusal('team.replies', rules)).toBe('not matched in full by VERIFY_REPLY_TOPICS');
+    expect(isLegalTopicName('a'.repeat(249))).toBe(true);
+    expect(isLegalTopicName('a'.repeat(250))).toBe(false);
+  });
+
+  it('routes a refused topic to the default one, its name cut for the log line', () => {
+    const route = replyRouteOf(
+      { kafka_replyTopic: Buffer.alloc(300_000, 'a'), kafka_replyPartition: replyPartitionHeader(1) },
+      { defaultTopic: 'replies', allowed: broad, own },
+    );
+    expect(route).toEqual({
+      topic: 'replies',
+      refusedTopic: expect.stringMatching(/^a{128}…\(\d+ more\)$/),
+      refusedBecause: 'not a legal Kafka topic name',
+    });
   });
 });
 
@@ -92,8 +240,8 @@ describe('request headers', () => {
   });
 
   it('flags a kafka_replyPartition that is not 4 bytes (the text "3", say) instead of dropping it unremarked', () => {
-    expect(replyRouteOf({ kafka_replyPartition: Buffer.from('3') }, 'replies', /^replies\./)).toEqual({
-      topic: 'replies',
+    expect(replyRouteOf({ kafka_replyPartition: Buffer.from('3') }, rules())).toEqual({
+      topic: 'vop.verification.replies.v1',
       unreadablePartition: 1,
     });
   });
@@ -105,22 +253,16 @@ describe('request headers', () => {
           kafka_replyTopic: Buffer.from('vop.verification.replies.team-a'),
           kafka_replyPartition: replyPartitionHeader(2),
         },
-        'vop.verification.replies.v1',
-        allow,
+        rules(),
       ),
     ).toEqual({ topic: 'vop.verification.replies.team-a', partition: 2 });
   });
 
   it('falls back to the default reply topic when the allow-list refuses the asked one', () => {
-    expect(
-      replyRouteOf(
-        { kafka_replyTopic: Buffer.from('payments.internal') },
-        'vop.verification.replies.v1',
-        allow,
-      ),
-    ).toEqual({
+    expect(replyRouteOf({ kafka_replyTopic: Buffer.from('payments.internal') }, rules())).toEqual({
       topic: 'vop.verification.replies.v1',
       refusedTopic: 'payments.internal',
+      refusedBecause: 'not matched in full by VERIFY_REPLY_TOPICS',
     });
   });
 
@@ -129,11 +271,13 @@ describe('request headers', () => {
       expect(
         replyRouteOf(
           { kafka_replyTopic: Buffer.from(own), kafka_replyPartition: replyPartitionHeader(0) },
-          'vop.verification.replies.v1',
-          /.*/,
-          ['vop.verification.requests.v1', 'vop.verification.requests.dlq.v1'],
+          rules(/.*/, ['vop.verification.requests.v1', 'vop.verification.requests.dlq.v1']),
         ),
-      ).toEqual({ topic: 'vop.verification.replies.v1', refusedTopic: own });
+      ).toEqual({
+        topic: 'vop.verification.replies.v1',
+        refusedTopic: own,
+        refusedBecause: "one of fraudlink's own topics",
+      });
     }
   });
 
@@ -144,8 +288,7 @@ describe('request headers', () => {
           kafka_replyTopic: Buffer.from('vop.verification.replies.v1'),
           kafka_replyPartition: replyPartitionHeader(1),
         },
-        'vop.verification.replies.v1',
-        /^team\./,
+        rules(/^team\./),
       ),
     ).toEqual({ topic: 'vop.verification.replies.v1', partition: 1 });
   });

@@ -287,6 +287,8 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     await producer.send([{ ...request, headers: { ...request.headers, kafka_replyTopic: typo } }]);
     const [reply] = await replies.until((r) => r.length >= 1);
     expect(reply?.key?.toString()).toBe('typo-1');
+    // Not created by the lookup nor by a write (no producer or client may auto-create a topic).
+    expect(await h.admin.partitionCount(typo)).toBe(0);
     verifier.child.kill('SIGTERM');
     expect(await verifier.exited).toBe(0);
     expect(verifier.stderr()).toContain('reply topic does not exist');
@@ -512,51 +514,71 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(await verifier.exited).toBe(0);
   });
 
-  it('stops before committing an unreadable request too large for an existing DLQ topic, naming both', async () => {
-    const h = await verifierHarness({}, { dlq: { 'max.message.bytes': '4000' } });
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
-    const verifier = h.start();
-    await verifier.logLine(
-      (l) => typeof l.msg === 'string' && l.msg.startsWith('the DLQ topic takes smaller records'),
-    );
-    await producer.send([
-      { topic: h.config.verifier.requestsTopic, key: 'large', partition: 1, value: Buffer.alloc(5_000, 'x') },
-    ]);
-    expect(await verifier.exited).toBe(1);
-    expect(verifier.stderr()).toMatch(
-      new RegExp(
-        `request at ${h.config.verifier.requestsTopic}/1 offset 0 cannot be copied to the DLQ: \\d+ bytes` +
-          `.*max.message.bytes of ${h.config.verifier.dlqTopic} \\(4000\\); raise that setting`,
-      ),
-    );
-    const committed = await h.admin.groupOffsets(h.config.verifier.groupId, h.config.verifier.requestsTopic);
-    expect(committed.find((c) => c.partition === 1)?.offset ?? '-1').toBe('-1');
-  });
-
-  it('with KAFKA_COMPRESSION, copies an unreadable request that fits the DLQ compressed, and stops on one that does not', async () => {
+  it('cuts down the DLQ copy of an unreadable request too large for an existing DLQ topic, and answers the next request', async () => {
     const h = await verifierHarness({}, { dlq: { 'max.message.bytes': '4000' } });
     const producer = await h.kafka.producer();
     onTestFinished(() => producer.close());
     const dlq = await collect(h.kafka, h.config.verifier.dlqTopic);
+    const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
+    const verifier = h.start();
+    await verifier.logLine(
+      (l) => typeof l.msg === 'string' && l.msg.startsWith('the DLQ topic takes smaller records'),
+    );
+    const { requestsTopic } = h.config.verifier;
+    // Unreadable and keyless (no reply possible), all but 64 bytes of the requests topic's limit.
+    const limit = await h.admin.maxMessageBytes(requestsTopic);
+    const value = Buffer.alloc(limit - 64 - batchBytes([{ topic: '', key: null, value: null }]), 'x');
+    await producer.send([
+      { topic: requestsTopic, key: null, partition: 0, value },
+      onPartitionZero(requestsTopic, 'after-it', Date.now()),
+    ]);
+    const [answered] = await Promise.race([
+      replies.until((r) => r.length >= 1),
+      verifier.exited.then((code) => Promise.reject(new Error(`the verifier exited (${code})`))),
+    ]);
+    expect(answered?.key?.toString()).toBe('after-it');
+    const [copy] = await dlq.until((r) => r.length >= 1);
+    expect(header(copy as never, 'error-code')).toBe('REQUEST_UNREADABLE');
+    expect(header(copy as never, 'source-offset')).toBe('0');
+    expect(Number(header(copy as never, 'dlq-truncated'))).toBeGreaterThan(limit - 64);
+    // As much of the value as the DLQ takes.
+    expect(copy?.value?.length).toBeGreaterThan(3_000);
+    expect(copy?.value?.equals(value.subarray(0, copy.value.length))).toBe(true);
+    expect(verifier.stderr()).toContain('cut down to fit');
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+  });
+
+  it("with KAFKA_COMPRESSION, measures DLQ copies uncompressed: one over the DLQ topic's limit is cut down, whatever it compresses to", async () => {
+    const h = await verifierHarness({}, { dlq: { 'max.message.bytes': '4000' } });
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    const dlq = await collect(h.kafka, h.config.verifier.dlqTopic);
+    const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
     const verifier = h.start('one', { KAFKA_COMPRESSION: 'zstd' });
     await verifier.logLine(ready);
-    const { requestsTopic, dlqTopic } = h.config.verifier;
-    // 5,000 bytes: over the DLQ's 4,000 as they are, far under once compressed.
+    const { requestsTopic } = h.config.verifier;
+    // 3,000 bytes fit the DLQ's 4,000 whole; 5,000 of random bytes (which do not compress) do not.
     await producer.send([
-      { topic: requestsTopic, key: 'alike', partition: 1, value: Buffer.alloc(5_000, 'x') },
+      { topic: requestsTopic, key: 'small', partition: 1, value: Buffer.alloc(3_000, 'x') },
+      { topic: requestsTopic, key: 'noise', partition: 1, value: randomBytes(5_000) },
     ]);
-    const [copy] = await dlq.until((r) => r.length >= 1);
-    expect(copy?.value).toEqual(Buffer.alloc(5_000, 'x'));
-    // Random bytes do not compress: the broker refuses the copy, and the verifier stops before
-    // committing the request's offset.
-    await producer.send([{ topic: requestsTopic, key: 'noise', partition: 1, value: randomBytes(5_000) }]);
-    expect(await verifier.exited).toBe(1);
-    expect(verifier.stderr()).toMatch(
-      new RegExp(`largest record \\d+ bytes as a batch, for topic ${dlqTopic}`),
-    );
+    const copies = await Promise.race([
+      dlq.until((r) => r.length >= 2),
+      verifier.exited.then((code) => Promise.reject(new Error(`the verifier exited (${code})`))),
+    ]);
+    const small = copies.find((r) => r.key?.toString() === 'small');
+    expect(small?.value).toEqual(Buffer.alloc(3_000, 'x'));
+    expect(header(small as never, 'dlq-truncated')).toBeUndefined();
+    const noise = copies.find((r) => r.key?.toString() === 'noise');
+    expect(Number(header(noise as never, 'dlq-truncated'))).toBeGreaterThan(5_000);
+    expect(noise?.value?.length).toBeLessThan(4_000);
+    // Both requests are answered INVALID_REQUEST, and their offsets committed.
+    await replies.until((r) => r.length >= 2);
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
     const committed = await h.admin.groupOffsets(h.config.verifier.groupId, requestsTopic);
-    expect(committed.find((c) => c.partition === 1)?.offset).toBe('1');
+    expect(committed.find((c) => c.partition === 1)?.offset).toBe('2');
   });
 
   it('gives every request exactly one reply even when the verifier is killed with SIGKILL mid-load', async () => {

@@ -74,37 +74,69 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end }}
 
+{{/*
+The three TLS clients (upstream, Kafka, registry), each with its Secret of PEM files mounted
+read-only at /etc/fraudlink/<dir>: the values path, the mount folder and the variables' prefix.
+*/}}
+{{- define "fraudlink.tlsClients" -}}
+{{- list
+  (dict "tls" .Values.api.tls "path" "api.tls" "dir" "api-tls" "prefix" "API_TLS" "peer" "the upstream")
+  (dict "tls" .Values.kafka.tls "path" "kafka.tls" "dir" "kafka-tls" "prefix" "KAFKA_TLS" "peer" "the brokers")
+  (dict "tls" .Values.schemaRegistry.tls "path" "schemaRegistry.tls" "dir" "registry-tls" "prefix" "SCHEMA_REGISTRY_TLS" "peer" "the registry")
+  | toJson }}
+{{- end }}
+
+{{/* The file variables of one TLS client (an item of fraudlink.tlsClients); settings that would be ignored or mount nothing fail. */}}
+{{- define "fraudlink.tlsConfig" -}}
+{{- $c := . }}
+{{- with .tls }}
+{{- if and .caKey (not .existingSecret) }}
+{{- fail (printf "%s.caKey needs %s.existingSecret, the Secret that holds the CA bundle" $c.path $c.path) }}
+{{- end }}
+{{- if .existingSecret }}
+{{- if ne (empty .certKey) (empty .keyKey) }}
+{{- fail (printf "%s: set both certKey and keyKey (mutual TLS) or neither (only caKey, a private CA for %s)" $c.path $c.peer) }}
+{{- end }}
+{{- if and (empty .certKey) (empty .caKey) }}
+{{- fail (printf "%s.existingSecret: set certKey and keyKey (mutual TLS), caKey (the CA of %s), or both" $c.path $c.peer) }}
+{{- end }}
+{{- if .certKey }}
+{{ $c.prefix }}_CERT: {{ printf "/etc/fraudlink/%s/%s" $c.dir .certKey | quote }}
+{{ $c.prefix }}_KEY: {{ printf "/etc/fraudlink/%s/%s" $c.dir .keyKey | quote }}
+{{- end }}
+{{- if .caKey }}
+{{ $c.prefix }}_CA: {{ printf "/etc/fraudlink/%s/%s" $c.dir .caKey | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Settings both components read (their ConfigMaps include these); numbers through int64, see configmap.yaml. */}}
 {{- define "fraudlink.commonConfig" -}}
 API_BASE_URL: {{ required "api.baseUrl is required (the upstream service's base address)" .Values.api.baseUrl | quote }}
 API_TIMEOUT_MS: {{ .Values.api.timeoutMs | int64 | quote }}
-{{- with .Values.api.tls }}
-{{- if and .caKey (not .existingSecret) }}
-{{- fail "api.tls.caKey needs api.tls.existingSecret, the Secret that holds the CA bundle" }}
+{{- range (include "fraudlink.tlsClients" . | fromJsonArray) }}
+{{- include "fraudlink.tlsConfig" . }}
 {{- end }}
-{{- if .existingSecret }}
-{{- if ne (empty .certKey) (empty .keyKey) }}
-{{- fail "api.tls: set both certKey and keyKey (mutual TLS) or neither (only caKey, a private CA for the upstream)" }}
-{{- end }}
-{{- if and (empty .certKey) (empty .caKey) }}
-{{- fail "api.tls.existingSecret: set certKey and keyKey (mutual TLS), caKey (the upstream's CA), or both" }}
-{{- end }}
-{{- if .certKey }}
-API_TLS_CERT: {{ printf "/etc/fraudlink/api-tls/%s" .certKey | quote }}
-API_TLS_KEY: {{ printf "/etc/fraudlink/api-tls/%s" .keyKey | quote }}
-{{- end }}
-{{- if .caKey }}
-API_TLS_CA: {{ printf "/etc/fraudlink/api-tls/%s" .caKey | quote }}
-{{- end }}
-{{- end }}
-{{- end }}
+ALLOW_INSECURE_TRANSPORT: {{ .Values.allowInsecureTransport | quote }}
+ALLOW_SANDBOX_UPSTREAM: {{ .Values.allowSandboxUpstream | quote }}
 KAFKA_BROKERS: {{ required "kafka.brokers is required (comma-separated host:port)" .Values.kafka.brokers | quote }}
 KAFKA_CLIENT_ID: {{ .Values.kafka.clientId | quote }}
 KAFKA_SSL: {{ .Values.kafka.ssl | quote }}
 KAFKA_COMPRESSION: {{ .Values.kafka.compression | quote }}
-{{- if .Values.kafka.sasl.mechanism }}
-KAFKA_SASL_MECHANISM: {{ .Values.kafka.sasl.mechanism | quote }}
-KAFKA_SASL_USERNAME: {{ required "kafka.sasl.username is required with kafka.sasl.mechanism" .Values.kafka.sasl.username | quote }}
+{{- with .Values.kafka.sasl }}
+{{- if .mechanism }}
+KAFKA_SASL_MECHANISM: {{ .mechanism | quote }}
+{{- if eq .mechanism "oauthbearer" }}
+KAFKA_SASL_OAUTH_TOKEN_URL: {{ required "kafka.sasl.oauth.tokenUrl is required with kafka.sasl.mechanism=oauthbearer" .oauth.tokenUrl | quote }}
+KAFKA_SASL_OAUTH_CLIENT_ID: {{ required "kafka.sasl.oauth.clientId is required with kafka.sasl.mechanism=oauthbearer" .oauth.clientId | quote }}
+{{- with .oauth.scope }}
+KAFKA_SASL_OAUTH_SCOPE: {{ . | quote }}
+{{- end }}
+{{- else }}
+KAFKA_SASL_USERNAME: {{ required "kafka.sasl.username is required with kafka.sasl.mechanism" .username | quote }}
+{{- end }}
+{{- end }}
 {{- end }}
 SCHEMA_REGISTRY_URL: {{ required "schemaRegistry.url is required" .Values.schemaRegistry.url | quote }}
 {{- if .Values.schemaRegistry.username }}
@@ -127,7 +159,13 @@ LOG_LEVEL: {{ .Values.logLevel | quote }}
     secretKeyRef:
       name: {{ $secret }}
       key: {{ .Values.secrets.keys.apiKey }}
-{{- if .Values.kafka.sasl.mechanism }}
+{{- if eq .Values.kafka.sasl.mechanism "oauthbearer" }}
+- name: KAFKA_SASL_OAUTH_CLIENT_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: {{ .Values.secrets.keys.kafkaSaslOauthClientSecret }}
+{{- else if .Values.kafka.sasl.mechanism }}
 - name: KAFKA_SASL_PASSWORD
   valueFrom:
     secretKeyRef:
@@ -147,10 +185,12 @@ LOG_LEVEL: {{ .Values.logLevel | quote }}
 {{- define "fraudlink.volumeMounts" -}}
 - name: tmp
   mountPath: /tmp
-{{- if .Values.api.tls.existingSecret }}
-- name: api-tls
-  mountPath: /etc/fraudlink/api-tls
+{{- range (include "fraudlink.tlsClients" . | fromJsonArray) }}
+{{- if .tls.existingSecret }}
+- name: {{ .dir }}
+  mountPath: {{ printf "/etc/fraudlink/%s" .dir }}
   readOnly: true
+{{- end }}
 {{- end }}
 {{- if .Values.extraCaCerts.existingSecret }}
 - name: extra-ca
@@ -163,9 +203,11 @@ LOG_LEVEL: {{ .Values.logLevel | quote }}
 - name: tmp
   emptyDir:
     sizeLimit: 16Mi
-{{- with .Values.api.tls }}
+{{- range (include "fraudlink.tlsClients" . | fromJsonArray) }}
+{{- $dir := .dir }}
+{{- with .tls }}
 {{- if .existingSecret }}
-- name: api-tls
+- name: {{ $dir }}
   secret:
     secretName: {{ .existingSecret }}
     defaultMode: 0440
@@ -180,6 +222,7 @@ LOG_LEVEL: {{ .Values.logLevel | quote }}
       - key: {{ .caKey }}
         path: {{ .caKey }}
       {{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- with .Values.extraCaCerts }}

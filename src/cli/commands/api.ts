@@ -13,9 +13,8 @@ import {
 import { loadApiConfig } from '../../config/index.ts';
 import { AbortedError, ErrorCodes, ExitCodes, FraudlinkError } from '../../errors.ts';
 import { isValidNormalizedIban, normalizeIban } from '../../iban.ts';
-import { createLogger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
-import { instant, integer, nonEmpty, unlessSignalled } from '../options.ts';
+import { commandLogger, instant, integer, nonEmpty, unlessSignalled } from '../options.ts';
 
 const QUALIFICATIONS = ['PENDING', 'CONFIRMED', 'REJECTED', 'UNDER_INVESTIGATION'];
 
@@ -79,7 +78,7 @@ async function withSession(
   action: (session: Session) => Promise<void>,
 ): Promise<void> {
   const config = loadApiConfig(ctx.env);
-  const logger = createLogger({ level: config.logLevel }).child({ component: 'api-cli' });
+  const logger = commandLogger(config).child({ component: 'api-cli' });
   const [{ createApiClient }, { default: cliProgress }] = await Promise.all([
     import('../../api/index.ts'),
     import('cli-progress'),

@@ -4,9 +4,8 @@ import { boundHeapGrowth } from '../../connector/heap.ts';
 import { readCursorRecord, resetCursorRecord, startConnector } from '../../connector/index.ts';
 import { UsageError } from '../../errors.ts';
 import { createKafkaClient } from '../../kafka/index.ts';
-import { createLogger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
-import { instant, serveUntilSignal, unlessSignalled } from '../options.ts';
+import { commandLogger, instant, serveUntilSignal, unlessSignalled } from '../options.ts';
 
 const CURSOR_VARIABLES =
   'Reads KAFKA_* (brokers, client id, TLS, SASL), CONNECTOR_OFFSETS_TOPIC, CONNECTOR_NAME and LOG_LEVEL\n' +
@@ -29,7 +28,7 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
     )
     .action(async () => {
       const config = loadConnectorConfig(ctx.env);
-      const logger = createLogger({ level: config.logLevel });
+      const logger = commandLogger(config);
       // Process-wide, for the main thread and the page worker alike.
       const heapGrowingPercent = boundHeapGrowth();
       logger.debug({ heapGrowingPercent: heapGrowingPercent ?? 'from the command line' }, 'V8 heap growth');
@@ -50,7 +49,7 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
     )
     .action(async () => {
       const config = loadCursorConfig(ctx.env);
-      const logger = createLogger({ level: config.logLevel });
+      const logger = commandLogger(config);
       const kafka = createKafkaClient({ config: config.kafka, logger });
       const read = await unlessSignalled(ctx, logger, 'the cursor record was not read', (signal) =>
         readCursorRecord(kafka, config.offsetsTopic, config.name, { logger, signal }),
@@ -78,7 +77,7 @@ export function registerConnectorCommand(program: Command, ctx: CliContext): voi
         throw new UsageError('give exactly one of --updated-after <instant> and --earliest');
       }
       const config = loadCursorConfig(ctx.env);
-      const logger = createLogger({ level: config.logLevel });
+      const logger = commandLogger(config);
       const kafka = createKafkaClient({ config: config.kafka, logger });
       const start = opts.earliest ? 'earliest' : new Date(opts.updatedAfter as string);
       const written = await unlessSignalled(ctx, logger, 'the cursor was not reset', (signal) =>

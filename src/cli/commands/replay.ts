@@ -4,10 +4,10 @@ import type CliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import { loadReplayConfig } from '../../config/index.ts';
 import { AbortedError, OutputError, UsageError } from '../../errors.ts';
-import { createLogger, maskIban } from '../../logger.ts';
+import { maskIban } from '../../logger.ts';
 import type { AlertState, ReplayOptions } from '../../replay/index.ts';
 import type { CliContext } from '../context.ts';
-import { abortOnSignal, cutShort, nonEmpty } from '../options.ts';
+import { abortOnSignal, commandLogger, cutShort, nonEmpty } from '../options.ts';
 
 interface ReplayFlags {
   follow?: boolean;
@@ -100,7 +100,7 @@ function progressBar(ctx: CliContext, cliProgress: typeof CliProgress) {
 
 async function replayCommand(ctx: CliContext, opts: ReplayFlags): Promise<void> {
   const config = loadReplayConfig(ctx.env);
-  const logger = createLogger({ level: config.logLevel });
+  const logger = commandLogger(config);
   const [{ replayAlerts }, { default: cliProgress }] = await Promise.all([
     import('../../replay/index.ts'),
     import('cli-progress'),
@@ -208,7 +208,7 @@ export function registerReplayCommand(program: Command, ctx: CliContext): void {
     .option('--out <file>', 'write to this file instead of stdout', nonEmpty)
     .option(
       '--skip-undecodable',
-      'skip records that cannot be decoded or are not alert events (reported on stderr) instead of stopping',
+      'skip records that cannot be decoded or are not alert events, and record batches that cannot be read (each reported on stderr), instead of stopping',
     )
     .addHelpText(
       'after',

@@ -2,6 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { type Command, InvalidArgumentError } from 'commander';
+import { isLoopbackHost } from '../../config/clear-text.ts';
 import { loadSandboxConfig } from '../../config/index.ts';
 import { FraudlinkError, UsageError } from '../../errors.ts';
 import { createLogger, type Logger } from '../../logger.ts';
@@ -56,6 +57,7 @@ interface Flags {
   tlsCert?: string;
   tlsKey?: string;
   tlsCa?: string;
+  adminToken?: string;
 }
 
 function readPem(file: string, flag: string): Buffer {
@@ -114,8 +116,14 @@ function listenError(err: unknown, flags: Flags): unknown {
 }
 
 async function run(flags: Flags, ctx: CliContext): Promise<void> {
-  const { logLevel } = loadSandboxConfig(ctx.env);
+  const { logLevel, adminToken } = loadSandboxConfig(ctx.env);
   const logger = createLogger({ level: logLevel }).child({ component: 'sandbox' });
+  const token = flags.adminToken ?? adminToken;
+  if (token === undefined && !isLoopbackHost(flags.host)) {
+    throw new UsageError(
+      `--host ${flags.host} is not loopback: /__admin then needs a token (--admin-token or SANDBOX_ADMIN_TOKEN)`,
+    );
+  }
   // Listen for signals first: seeding a large backlog takes seconds, and a signal meanwhile must
   // still end in a clean exit 0, as must one sent right after the ready line. The end lets go of
   // them, a failed start-up's too: the error's exit follows, and a signal meanwhile must not be
@@ -123,7 +131,10 @@ async function run(flags: Flags, ctx: CliContext): Promise<void> {
   const finished = new AbortController();
   const signal = untilSignal(finished.signal);
   try {
-    const { sandbox, ready } = await startSandbox(flags, logger);
+    const { sandbox, ready } = await startSandbox(
+      { ...flags, ...(token !== undefined && { adminToken: token }) },
+      logger,
+    );
     ctx.stdout.write(`${JSON.stringify(ready)}\n`);
     logger.info({ signal: await signal }, 'stopping');
     await sandbox.stop();
@@ -152,6 +163,7 @@ async function startSandbox(flags: Flags, logger: Logger) {
       faults: flags.fault,
       logger,
       tls: tlsOf(flags),
+      ...(flags.adminToken !== undefined && { adminToken: flags.adminToken }),
     });
   } catch (err) {
     if (err instanceof FraudlinkError) throw err;
@@ -207,6 +219,11 @@ export function registerSandboxCommand(program: Command, ctx: CliContext): void 
     .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM)', nonEmpty)
     .option('--tls-key <file>', 'private key of --tls-cert (PEM)', nonEmpty)
     .option('--tls-ca <file>', 'require client certificates signed by this CA (mutual TLS)', nonEmpty)
+    .option(
+      '--admin-token <token>',
+      'bearer token /__admin requires (or SANDBOX_ADMIN_TOKEN); needed when --host is not loopback',
+      apiKey,
+    )
     .addHelpText(
       'after',
       '\nPrints one JSON line {"url","apiKeys"} on stdout when ready (url = API_BASE_URL); logs go to stderr.\n' +

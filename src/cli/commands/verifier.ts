@@ -1,13 +1,15 @@
 import type { Command } from 'commander';
 import { loadVerifierConfig } from '../../config/index.ts';
-import { createLogger } from '../../logger.ts';
 import type { CliContext } from '../context.ts';
-import { nonEmpty, serveUntilSignal } from '../options.ts';
+import { commandLogger, nonEmpty, serveUntilSignal } from '../options.ts';
+import { registerVerifierSkipCommand } from './verifier-skip.ts';
 
 export function registerVerifierCommand(program: Command, ctx: CliContext): void {
-  program
+  const verifier = program
     .command('verifier')
-    .description('serve Verification of Payee requests from Kafka: exactly one reply per request')
+    .description(
+      'serve Verification of Payee requests from Kafka: exactly one reply per request (skip: move a stuck record past)',
+    )
     .option(
       '--instance-id <id>',
       'stable id of this instance (transactional id suffix); default: the host name',
@@ -19,7 +21,7 @@ export function registerVerifierCommand(program: Command, ctx: CliContext): void
     )
     .action(async (opts: { instanceId?: string }) => {
       const config = loadVerifierConfig(ctx.env);
-      const logger = createLogger({ level: config.logLevel });
+      const logger = commandLogger(config);
       const { startVerifier } = await import('../../verifier/index.ts');
       await serveUntilSignal(
         (signal) => startVerifier(config, logger, { signal, instanceId: opts.instanceId }),
@@ -28,4 +30,5 @@ export function registerVerifierCommand(program: Command, ctx: CliContext): void
       );
       logger.info('verifier stopped');
     });
+  registerVerifierSkipCommand(verifier, ctx);
 }
