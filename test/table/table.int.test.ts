@@ -8,6 +8,7 @@ import { replayAlerts } from '../../src/replay/index.ts';
 import { connectorHarness } from '../connector/harness.ts';
 import { logCapture } from '../helpers/log.ts';
 import { stackEnv } from '../helpers/stack.ts';
+import { writeBomb } from '../kafka/unreadable-batches.fixtures.ts';
 import { alertFor, alertsTopic, allRows, ibans, openTestTable, storeDir, type TestEvent } from './harness.ts';
 
 async function replayed(topic: string) {
@@ -78,6 +79,20 @@ describe('the alert table', () => {
       },
       { timeout: 20_000 },
     );
+  });
+
+  it('sets aside a record batch that cannot be read, and applies the records after it', async () => {
+    const { topic, publish } = await alertsTopic(1);
+    const [before = '', after = ''] = ibans(2, 13);
+    await publish([{ type: 'upsert', alert: alertFor(before, 1) }]);
+    await writeBomb(topic);
+    await publish([{ type: 'upsert', alert: alertFor(after, 1) }]);
+    const metrics = new Registry();
+    const table = await openTestTable(topic, join(await storeDir(), 'table.db'), { metrics });
+    await table.caughtUp();
+    expect([...allRows(table).keys()].sort()).toEqual([before, after].sort());
+    expect(await metric(metrics, 'fraudlink_table_records_skipped_total')).toBe(1);
+    expect(table.status().ready).toBe(true);
   });
 
   it('pages through the table in IBAN order, filtered, complete and without duplicates', async () => {
