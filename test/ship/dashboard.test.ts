@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createConnectorMetrics } from '../../src/connector/metrics.ts';
+import { createTableMetrics } from '../../src/table/metrics.ts';
 import { createVerifierMetrics } from '../../src/verifier/metrics.ts';
 import { chartDir, root } from './helm.ts';
 
@@ -34,6 +35,7 @@ function exportedSeries(): Map<string, string[]> {
   const registry = new Registry();
   createConnectorMetrics(registry);
   createVerifierMetrics(registry);
+  createTableMetrics(registry, () => ({ offsetLag: 0, rows: 0 }));
   const series = new Map<string, string[]>();
   for (const metric of registry.getMetricsAsArray()) {
     const { name, labelNames = [] } = metric as unknown as { name: string; labelNames?: string[] };
