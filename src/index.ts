@@ -10,6 +10,18 @@ export {
   replayAlerts,
 } from './replay/index.ts';
 export {
+  type AlertList,
+  type AlertTable,
+  type AlertTableConfig,
+  type AlertTableOptions,
+  type ListQuery,
+  type LookupResult,
+  openAlertTable,
+  type RunningTableService,
+  startTableService,
+  type TableStatus,
+} from './table/index.ts';
+export {
   createVerificationClient,
   type VerificationClient,
   type VerificationClientConfig,

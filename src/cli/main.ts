@@ -4,6 +4,7 @@ import { registerApiCommand } from './commands/api.ts';
 import { registerConnectorCommand } from './commands/connector.ts';
 import { registerReplayCommand } from './commands/replay.ts';
 import { registerSandboxCommand } from './commands/sandbox.ts';
+import { registerTableCommand } from './commands/table.ts';
 import { registerVerifierCommand } from './commands/verifier.ts';
 import type { CliContext } from './context.ts';
 import { keepStopSignals } from './signals.ts';
@@ -22,6 +23,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerReplayCommand(program, ctx);
   registerSandboxCommand(program, ctx);
   registerApiCommand(program, ctx);
+  registerTableCommand(program, ctx);
   return program;
 }
 

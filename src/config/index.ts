@@ -10,6 +10,7 @@ import {
   kafkaEnv,
   registryEnv,
   sandboxUpstreamEnv,
+  tableEnv,
   verifierEnv,
   z,
 } from './schema.ts';
@@ -148,6 +149,16 @@ export interface ReplayConfig extends LoggingConfig {
   kafka: KafkaConfig;
   registry: RegistryConfig;
   alertsTopic: string;
+}
+
+/** The alert table service's: its store, and the keys its `/v1` calls need (none: open). */
+export interface TableConfig extends CommonConfig {
+  kafka: KafkaConfig;
+  registry: RegistryConfig;
+  alertsTopic: string;
+  dbPath: string;
+  /** Every `/v1` call must carry one of these in `x-api-key`; undefined when TABLE_API_KEYS is unset. */
+  apiKeys?: readonly string[];
 }
 
 /**
@@ -548,6 +559,22 @@ export function loadReplayConfig(env: Env): ReplayConfig {
       kafka: kafkaOf(e),
       registry: registryOf(e),
       alertsTopic: e.ALERTS_TOPIC,
+    }),
+  );
+}
+
+export function loadTableConfig(env: Env): TableConfig {
+  return load(
+    env,
+    { ...kafkaEnv, ...registryEnv, ALERTS_TOPIC: alertsEnv.ALERTS_TOPIC, ...tableEnv, ...commonEnv },
+    [],
+    (e) => ({
+      ...common(e),
+      kafka: kafkaOf(e),
+      registry: registryOf(e),
+      alertsTopic: e.ALERTS_TOPIC,
+      dbPath: e.TABLE_DB_PATH,
+      ...(e.TABLE_API_KEYS && { apiKeys: e.TABLE_API_KEYS }),
     }),
   );
 }

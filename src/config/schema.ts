@@ -192,6 +192,27 @@ export const verifierEnv = {
   VERIFY_COMMIT_INTERVAL_MS: int(0, 60_000).default(10),
 };
 
+/** TABLE_API_KEYS: comma-separated keys, each a header-safe token; empty entries are ignored. */
+const apiKeyList = text.transform((v, ctx) => {
+  const keys = v
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k !== '');
+  if (keys.length === 0 || keys.some((k) => !/^[\x21-\x7e]+$/.test(k))) {
+    ctx.addIssue({
+      code: 'custom',
+      message: 'must be a comma-separated list of keys, each printable ASCII without spaces or commas',
+    });
+    return z.NEVER;
+  }
+  return keys;
+});
+
+export const tableEnv = {
+  TABLE_DB_PATH: text.default('./fraudlink-table.db'),
+  TABLE_API_KEYS: apiKeyList.optional(),
+};
+
 export const commonEnv = {
   HTTP_PORT: int(0, 65_535).default(9464),
   HTTP_HOST: text.default('0.0.0.0'),

@@ -116,7 +116,7 @@ export async function readTopic(
   onRecords: (records: IncomingRecord[]) => void | Promise<void>,
   options: ReadTopicOptions = {},
 ): Promise<void> {
-  const { signal, follow = false } = options;
+  const { signal, follow = false, fetchMaxBytes = 64 * 1024 * 1024 } = options;
   const aborted = () => new AbortedError(`reading ${topic} aborted`);
   if (signal?.aborted) {
     if (follow) return;
@@ -139,6 +139,9 @@ export async function readTopic(
     throw aborted();
   }
   const progress = createReadProgress(ends);
+  for (const [partition, next] of options.startOffsets ?? []) {
+    if (next > 0n) progress.advance(partition, next - 1n);
+  }
   if (progress.caughtUp() && !follow) {
     options.onCaughtUp?.();
     return;
@@ -168,6 +171,7 @@ export async function readTopic(
   };
   const advance = (partition: number, lastOffset: string) => {
     if (!progress.advance(partition, lastOffset)) return;
+    options.onPosition?.(partition, BigInt(lastOffset) + 1n);
     options.onProgress?.({ read: progress.read, total: progress.total });
     checkCaughtUp();
   };
@@ -208,8 +212,8 @@ export async function readTopic(
     groupId: `fraudlink-reader-${randomUUID()}`,
     readUncommitted: false,
     // Replay reads whole topics: large fetches keep the per-record cost low.
-    maxBytes: 64 * 1024 * 1024,
-    maxBytesPerPartition: 16 * 1024 * 1024,
+    maxBytes: fetchMaxBytes,
+    maxBytesPerPartition: Math.ceil(fetchMaxBytes / 4),
     maxWaitTimeInMs: 200,
     retry: { initialRetryTime: 100, retries: 10 },
   });

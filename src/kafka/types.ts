@@ -246,6 +246,23 @@ export interface ReadTopicOptions {
   onCaughtUp?: () => void;
   onProgress?: (progress: { read: bigint; total: bigint }) => void;
   /**
+   * Partition → the next offset to read there (a position kept by the caller, e.g. in a local store):
+   * the read starts there instead of at the beginning, and what lies before it counts as read. An
+   * offset below the first one still in the log reads from the first; partitions not named start at
+   * the beginning.
+   */
+  startOffsets?: ReadonlyMap<number, bigint>;
+  /**
+   * Called whenever a partition's position moves: `next` is the offset after the last one a fetch
+   * covered, delivered or not (markers and aborted records included), once `onRecords` has returned.
+   */
+  onPosition?: (partition: number, next: bigint) => void;
+  /**
+   * The most bytes one fetch brings (default 64 MiB, a quarter of it per partition): a reader that
+   * keeps its memory low takes less, at some cost in speed.
+   */
+  fetchMaxBytes?: number;
+  /**
    * Read to each partition's high watermark taken at start rather than to its last stable offset,
    * so that records committed after a transaction still open at start (another producer's, on a
    * shared topic) are read too: waits until every such transaction has ended, at most `timeoutMs`

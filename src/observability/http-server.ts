@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { ConfigError } from '../errors.ts';
@@ -13,6 +13,11 @@ export interface OpsServerOptions {
   /** Readiness: connected and doing its job; the reason is shown when not ready. */
   ready: () => { ready: boolean; reason?: string };
   logger: Logger;
+  /**
+   * A component's own routes, served beside the ops endpoints: called first for every request, it
+   * answers and returns true, or returns false to leave the request to the ops endpoints.
+   */
+  routes?: (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
 }
 
 export interface OpsServer {
@@ -31,11 +36,12 @@ function listenError(err: unknown, { host, port }: OpsServerOptions): unknown {
   return err;
 }
 
-/** `/metrics` (Prometheus text format), `/healthz` and `/readyz` for one component. */
+/** `/metrics` (Prometheus text format), `/healthz` and `/readyz` for one component, beside its own routes. */
 export function createOpsServer(options: OpsServerOptions): OpsServer {
   let server: Server | undefined;
   const handler: Parameters<typeof createServer>[1] = (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (options.routes?.(req, res, path)) return;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end();
       return;

@@ -1,33 +1,17 @@
+import { type AlertEvent, type AlertState, alertEventDecoder, warnSkipped } from '../alert-events.ts';
 import type { KafkaConfig, RegistryConfig } from '../config/index.ts';
-import { DecodeError, SchemaRegistryError, UnreadableBatchError } from '../errors.ts';
+import { DecodeError, UnreadableBatchError } from '../errors.ts';
 import {
   createKafkaClient,
   createSchemaRegistry,
-  type Decoded,
   type IncomingRecord,
   type UnreadableBatch,
 } from '../kafka/index.ts';
-import { type Logger, maskIban, silentLogger } from '../logger.ts';
-import { SchemaNames } from '../schemas.ts';
+import { type Logger, silentLogger } from '../logger.ts';
 
-/** An alert as its last AlertUpserted says (Avro field names; instants as epoch ms). */
-export interface AlertState {
-  eventId: string;
-  alertId: string;
-  iban: string;
-  bic: string | null;
-  qualification: string;
-  qualificationRaw: string | null;
-  reportsCount: number;
-  updatedAt: number;
-  observedAt: number;
-}
+export type { AlertState } from '../alert-events.ts';
 
-export interface AlertChange {
-  type: 'AlertUpserted' | 'AlertDeactivated' | 'Tombstone';
-  iban: string;
-  /** The new state, or null when the alert was removed. */
-  alert: AlertState | null;
+export interface AlertChange extends AlertEvent {
   partition: number;
   offset: string;
 }
@@ -75,8 +59,6 @@ export interface ReplayResult {
   uncertain: Set<string>;
 }
 
-const ALERT_EVENTS = new Set<string>([SchemaNames.AlertUpserted, SchemaNames.AlertDeactivated]);
-
 /**
  * Rebuilds the current alert table from the compacted alerts topic: the last AlertUpserted per IBAN,
  * removed by a later AlertDeactivated or a tombstone. Memory follows the number of live alerts.
@@ -95,58 +77,21 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
   };
   let live = false;
 
-  /** Applies a tombstone or an alert event (other schemas were refused when decoded). */
-  const apply = (record: IncomingRecord, decoded: Decoded | null): void | Promise<void> => {
-    const iban = record.key?.toString('utf8') ?? '';
+  /** Applies a tombstone or an alert event to the table. */
+  const apply = (record: IncomingRecord, event: AlertEvent): void | Promise<void> => {
+    const { type, iban, alert } = event;
     // Almost always empty (only skipped records fill it): checked first, as this runs per record.
     if (result.uncertain.size > 0) result.uncertain.delete(iban);
-    let type: AlertChange['type'];
-    let alert: AlertState | null = null;
-    if (decoded === null) {
-      type = 'Tombstone';
-      result.alerts.delete(iban);
-    } else if (decoded.name === SchemaNames.AlertUpserted) {
-      type = 'AlertUpserted';
-      alert = decoded.value as unknown as AlertState;
-      result.alerts.set(iban, alert);
-    } else {
-      type = 'AlertDeactivated';
-      result.alerts.delete(iban);
-      result.deactivated++;
-    }
+    if (alert) result.alerts.set(iban, alert);
+    else result.alerts.delete(iban);
+    if (type === 'AlertDeactivated') result.deactivated++;
     result.events++;
     // Built only for a listener: the snapshot applies every record of the topic.
     if (live && options.onChange) {
       return options.onChange({ type, iban, alert, partition: record.partition, offset: record.offset });
     }
   };
-
-  const undecodable = (record: IncomingRecord, err: unknown): Error =>
-    // A registry that cannot be reached says nothing about the record: never skip it as undecodable.
-    err instanceof SchemaRegistryError
-      ? err
-      : new DecodeError(
-          `${config.alertsTopic} partition ${record.partition} offset ${record.offset} cannot be decoded: ${(err as Error).message}`,
-          { cause: err },
-        );
-
-  /**
-   * The record's value decoded, null for a tombstone; a promise only when its schema must be fetched
-   * first. Almost every record takes the synchronous path: no promise and no await per record.
-   */
-  const decodeOne = (record: IncomingRecord): Decoded | null | Promise<Decoded> => {
-    const { value } = record;
-    if (value === null) return null;
-    try {
-      const cached = registry.decodeCached(value);
-      if (cached) return cached;
-    } catch (err) {
-      throw undecodable(record, err);
-    }
-    return registry.decode(value).catch((err: unknown) => {
-      throw undecodable(record, err);
-    });
-  };
+  const decodeOne = alertEventDecoder(registry, config.alertsTopic);
 
   /** A batch of the topic that cannot be read: skipped with `skipUndecodable`, else the read's end. */
   const unreadable = (record: IncomingRecord, batch: UnreadableBatch): void => {
@@ -180,30 +125,19 @@ export async function replayAlerts(config: ReplayConfig, options: ReplayOptions 
           unreadable(record, record.unreadableBatch);
           continue;
         }
-        let decoded: Decoded | null;
+        let event: AlertEvent;
         try {
           const decoding = decodeOne(record);
-          decoded = decoding instanceof Promise ? await decoding : decoding;
-          if (decoded !== null && !ALERT_EVENTS.has(decoded.name)) {
-            // A record of another schema (a future event type, a message on the wrong topic) is not
-            // an alert event: skippable like an undecodable one.
-            throw new DecodeError(
-              `${config.alertsTopic} partition ${record.partition} offset ${record.offset} holds a ${decoded.name}, not an alert event`,
-            );
-          }
+          event = decoding instanceof Promise ? await decoding : decoding;
         } catch (err) {
           // Only the record's own fault may be skipped; a registry outage ends or stalls the read.
           if (!options.skipUndecodable || !(err instanceof DecodeError)) throw err;
           result.skipped++;
-          const iban = record.key?.toString('utf8') ?? '';
-          result.uncertain.add(iban);
-          logger.warn(
-            { err, partition: record.partition, offset: record.offset, iban: maskIban(iban) },
-            "skipping an undecodable record: this IBAN's state in the table may be out of date",
-          );
+          result.uncertain.add(record.key?.toString('utf8') ?? '');
+          warnSkipped(logger, record, err);
           continue;
         }
-        const changing = apply(record, decoded);
+        const changing = apply(record, event);
         if (changing) await changing;
       }
     },

@@ -6,6 +6,7 @@ import {
   loadCursorConfig,
   loadReplayConfig,
   loadSandboxConfig,
+  loadTableConfig,
   loadVerifierConfig,
 } from '../../src/config/index.ts';
 import { problemsOf } from './problems.ts';
@@ -382,6 +383,30 @@ describe('configuration', () => {
       'KAFKA_BROKERS',
       'SCHEMA_REGISTRY_URL',
     ]);
+  });
+
+  it('asks the alert table for Kafka and the registry, with a store path and optional API keys', () => {
+    const table = loadTableConfig({ KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r' });
+    expect(table).toMatchObject({
+      alertsTopic: 'fraud.alerts.v1',
+      dbPath: './fraudlink-table.db',
+      http: { port: 9464, host: '0.0.0.0' },
+    });
+    expect(table.apiKeys).toBeUndefined();
+    const keyed = loadTableConfig({
+      KAFKA_BROKERS: 'k:1',
+      SCHEMA_REGISTRY_URL: 'http://r',
+      TABLE_DB_PATH: '/data/table.db',
+      TABLE_API_KEYS: ' engine-key-1 , analyst-key-2 ,',
+    });
+    expect(keyed.dbPath).toBe('/data/table.db');
+    expect(keyed.apiKeys).toEqual(['engine-key-1', 'analyst-key-2']);
+    const problems = problemsOf(() =>
+      loadTableConfig({ KAFKA_BROKERS: 'k:1', SCHEMA_REGISTRY_URL: 'http://r', TABLE_API_KEYS: 'a key' }),
+    );
+    expect(problems.map((p) => p.variable)).toEqual(['TABLE_API_KEYS']);
+    // The keys are secrets: never in the error.
+    expect(JSON.stringify(problems)).not.toContain('a key');
   });
 
   // Both loaded the connector's whole configuration: API_BASE_URL and API_KEY were required, for

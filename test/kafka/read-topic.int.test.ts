@@ -162,6 +162,46 @@ describe('reading a topic to its end (read_committed)', () => {
     expect((failure as KafkaError).message).toBe(`topic ${topic} does not exist`);
   });
 
+  it('starts each partition at its given offset and reports the positions reached', async () => {
+    const { kafka } = testClients();
+    const [topic = ''] = await testTopics(kafka, ['read-start'], 2);
+    const producer = await producerFor(kafka);
+    await producer.transaction([
+      { topic, key: 'a', value: Buffer.from('a1'), partition: 0 },
+      { topic, key: 'a', value: Buffer.from('a2'), partition: 0 },
+      { topic, key: 'a', value: Buffer.from('a3'), partition: 0 },
+      { topic, key: 'b', value: Buffer.from('b1'), partition: 1 },
+    ]);
+    await markersWritten(kafka, topic, [4, 2]);
+    const seen: IncomingRecord[] = [];
+    const positions = new Map<number, bigint>();
+    let caughtUp = 0;
+    // Partition 0 from offset 2 (a3 and the marker); partition 1 from its beginning.
+    await kafka.readTopic(topic, (records) => void seen.push(...records), {
+      startOffsets: new Map([[0, 2n]]),
+      onPosition: (partition, next) => positions.set(partition, next),
+      onCaughtUp: () => caughtUp++,
+    });
+    expect(values(seen).sort()).toEqual(['a3', 'b1']);
+    expect(positions).toEqual(
+      new Map([
+        [0, 4n],
+        [1, 2n],
+      ]),
+    );
+    expect(caughtUp).toBe(1);
+
+    // Started at the end of every partition: caught up at once, nothing read.
+    const none: IncomingRecord[] = [];
+    await kafka.readTopic(topic, (records) => void none.push(...records), {
+      startOffsets: new Map([
+        [0, 4n],
+        [1, 2n],
+      ]),
+    });
+    expect(none).toEqual([]);
+  });
+
   it('resolves at once on an empty topic, reporting it caught up', async () => {
     const { kafka } = testClients();
     const [topic = ''] = await testTopics(kafka, ['read-empty'], 3);

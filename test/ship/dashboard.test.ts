@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createConnectorMetrics } from '../../src/connector/metrics.ts';
+import { createTableMetrics } from '../../src/table/metrics.ts';
 import { createVerifierMetrics } from '../../src/verifier/metrics.ts';
 import { chartDir, root } from './helm.ts';
 
@@ -29,11 +30,18 @@ const expressions = [
   ...dashboard.templating.list.flatMap((v) => (typeof v.query === 'object' ? [v.query.query] : [])),
 ];
 
-/** The series each metric of the code exports, with its label names (histograms add le). */
-function exportedSeries(): Map<string, string[]> {
+/** A registry holding every metric of the code, from each component's metrics factory. */
+function allMetrics(): Registry {
   const registry = new Registry();
   createConnectorMetrics(registry);
   createVerifierMetrics(registry);
+  createTableMetrics(registry, () => ({ offsetLag: 0, rows: 0 }));
+  return registry;
+}
+
+/** The series each metric of the code exports, with its label names (histograms add le). */
+function exportedSeries(): Map<string, string[]> {
+  const registry = allMetrics();
   const series = new Map<string, string[]>();
   for (const metric of registry.getMetricsAsArray()) {
     const { name, labelNames = [] } = metric as unknown as { name: string; labelNames?: string[] };
@@ -82,9 +90,7 @@ describe('grafana dashboard', () => {
   });
 
   it('the metrics factories export every metric the source declares', () => {
-    const registry = new Registry();
-    createConnectorMetrics(registry);
-    createVerifierMetrics(registry);
+    const registry = allMetrics();
     const exported = new Set(
       registry.getMetricsAsArray().map((m) => (m as unknown as { name: string }).name),
     );
