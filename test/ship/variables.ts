@@ -5,6 +5,7 @@ import {
   connectorEnv,
   kafkaEnv,
   registryEnv,
+  tableEnv,
   verifierEnv,
 } from '../../src/config/schema.ts';
 
@@ -16,5 +17,6 @@ export const configVariables = [
   alertsEnv,
   connectorEnv,
   verifierEnv,
+  tableEnv,
   commonEnv,
 ].flatMap(Object.keys);

@@ -22,6 +22,11 @@
 {{- printf "%s-metrics" (include "fraudlink.fullname" . | trunc 55 | trimSuffix "-") }}
 {{- end }}
 
+{{/* The table's Service name, within a DNS label's 63 characters like the metrics Service's. */}}
+{{- define "fraudlink.tableServiceName" -}}
+{{- printf "%s-table" (include "fraudlink.fullname" . | trunc 57 | trimSuffix "-") }}
+{{- end }}
+
 {{- define "fraudlink.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
@@ -74,8 +79,14 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end }}
 
-{{/* Settings both components read (their ConfigMaps include these); numbers through int64, see configmap.yaml. */}}
+{{/* Settings the connector and the verifier read (their ConfigMaps include these); numbers through int64, see configmap.yaml. */}}
 {{- define "fraudlink.commonConfig" -}}
+{{ include "fraudlink.apiConfig" . }}
+{{ include "fraudlink.clusterConfig" . }}
+{{- end }}
+
+{{/* The upstream service's settings (connector and verifier). */}}
+{{- define "fraudlink.apiConfig" -}}
 API_BASE_URL: {{ required "api.baseUrl is required (the upstream service's base address)" .Values.api.baseUrl | quote }}
 API_TIMEOUT_MS: {{ .Values.api.timeoutMs | int64 | quote }}
 {{- with .Values.api.tls }}
@@ -98,6 +109,10 @@ API_TLS_CA: {{ printf "/etc/fraudlink/api-tls/%s" .caKey | quote }}
 {{- end }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/* Kafka, registry, HTTP and logging settings: every component, the table included. */}}
+{{- define "fraudlink.clusterConfig" -}}
 KAFKA_BROKERS: {{ required "kafka.brokers is required (comma-separated host:port)" .Values.kafka.brokers | quote }}
 KAFKA_CLIENT_ID: {{ .Values.kafka.clientId | quote }}
 KAFKA_SSL: {{ .Values.kafka.ssl | quote }}
@@ -121,12 +136,20 @@ LOG_LEVEL: {{ .Values.logLevel | quote }}
 
 {{/* Secret environment variables, each a secretKeyRef: values never appear in a rendered manifest. */}}
 {{- define "fraudlink.secretEnv" -}}
-{{- $secret := include "fraudlink.secretName" . -}}
 - name: API_KEY
   valueFrom:
     secretKeyRef:
-      name: {{ $secret }}
+      name: {{ include "fraudlink.secretName" . }}
       key: {{ .Values.secrets.keys.apiKey }}
+{{- include "fraudlink.clusterSecretEnv" . }}
+{{- end }}
+
+{{/* The Kafka and registry passwords, when those are used; the table reads only these from the chart's Secret. */}}
+{{- define "fraudlink.clusterSecretEnv" -}}
+{{- $secret := "" }}
+{{- if or .Values.kafka.sasl.mechanism .Values.schemaRegistry.username }}
+{{- $secret = include "fraudlink.secretName" . }}
+{{- end }}
 {{- if .Values.kafka.sasl.mechanism }}
 - name: KAFKA_SASL_PASSWORD
   valueFrom:
@@ -143,11 +166,40 @@ LOG_LEVEL: {{ .Values.logLevel | quote }}
 {{- end }}
 {{- end }}
 
-{{/* Read-only mounts of the mutual-TLS and CA Secrets, and a writable /tmp. */}}
+{{/* The table's settings: the cluster's, the topic it reads and its store in the mounted volume. */}}
+{{- define "fraudlink.tableConfig" -}}
+{{ include "fraudlink.clusterConfig" . }}
+ALERTS_TOPIC: {{ .Values.table.alertsTopic | default .Values.connector.alertsTopic | quote }}
+TABLE_DB_PATH: "/var/lib/fraudlink/table.db"
+{{- end }}
+
+{{/*
+The table's secret variables: its API keys from their own Secret (the keys the lookup clients
+send, apart from the upstream's), and the Kafka and registry passwords when those are used.
+*/}}
+{{- define "fraudlink.tableSecretEnv" -}}
+{{- with .Values.table.apiKeys }}
+{{- if .existingSecret }}
+- name: TABLE_API_KEYS
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret }}
+      key: {{ .key }}
+{{- else if not .allowAnonymous }}
+{{- fail "table.apiKeys.existingSecret: name the Secret holding the table's API keys (comma-separated, under table.apiKeys.key), or set table.apiKeys.allowAnonymous=true to serve lookups to any client that reaches the Service" }}
+{{- end }}
+{{- end }}
+{{- include "fraudlink.clusterSecretEnv" . }}
+{{- end }}
+
+{{/*
+Read-only mounts of the mutual-TLS (components that call the upstream: upstream true) and CA
+Secrets, and a writable /tmp; call with (dict "Values" .Values "upstream" true).
+*/}}
 {{- define "fraudlink.volumeMounts" -}}
 - name: tmp
   mountPath: /tmp
-{{- if .Values.api.tls.existingSecret }}
+{{- if and .upstream .Values.api.tls.existingSecret }}
 - name: api-tls
   mountPath: /etc/fraudlink/api-tls
   readOnly: true
@@ -164,7 +216,7 @@ LOG_LEVEL: {{ .Values.logLevel | quote }}
   emptyDir:
     sizeLimit: 16Mi
 {{- with .Values.api.tls }}
-{{- if .existingSecret }}
+{{- if and $.upstream .existingSecret }}
 - name: api-tls
   secret:
     secretName: {{ .existingSecret }}
@@ -222,10 +274,20 @@ readinessProbe:
 {{/*
 The pod template of one component; call with
 (dict "root" $ "component" "connector" "settings" .Values.connector "args" (list "connector" "run")).
+The table adds "config" (its settings, for the checksum), "secretEnv" (its secret variables, in
+place of the upstream's API key and the passwords), "volumeMounts" and "volumes" (its store), and
+"upstream" false (it calls no upstream, so mounts no upstream TLS Secret).
 */}}
 {{- define "fraudlink.podTemplate" -}}
 {{- $root := .root -}}
 {{- $settings := .settings -}}
+{{- $upstream := ternary true .upstream (kindIs "invalid" .upstream) -}}
+{{- /* Not `default`: it would render the upstream's settings, and require them, for the table too. */ -}}
+{{- $config := .config -}}
+{{- if kindIs "invalid" $config }}{{ $config = include "fraudlink.commonConfig" $root }}{{ end -}}
+{{- $secretEnv := .secretEnv -}}
+{{- if kindIs "invalid" $secretEnv }}{{ $secretEnv = include "fraudlink.secretEnv" $root }}{{ end -}}
+{{- $mountContext := dict "Values" $root.Values "upstream" $upstream -}}
 metadata:
   labels:
     {{- include "fraudlink.labels" $root | nindent 4 }}
@@ -235,7 +297,7 @@ metadata:
     {{- end }}
   annotations:
     {{- /* Rolls the pods when their settings change. */}}
-    checksum/config: {{ print (include "fraudlink.commonConfig" $root) (toJson $settings) | sha256sum }}
+    checksum/config: {{ print $config (toJson $settings) | sha256sum }}
     {{- if and $root.Values.secrets.create (not $root.Values.secrets.existingSecret) }}
     checksum/secret: {{ toJson $root.Values.secrets | sha256sum }}
     {{- end }}
@@ -264,14 +326,16 @@ spec:
       envFrom:
         - configMapRef:
             name: {{ include "fraudlink.fullname" $root }}-{{ .component }}
+      {{- $extraEnv := concat ($root.Values.extraEnv | default list) ($settings.extraEnv | default list) }}
+      {{- if or (trim $secretEnv) $extraEnv }}
       env:
-        {{- include "fraudlink.secretEnv" $root | nindent 8 }}
-        {{- with $root.Values.extraEnv }}
+        {{- with trim $secretEnv }}
+        {{- . | nindent 8 }}
+        {{- end }}
+        {{- with $extraEnv }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
-        {{- with $settings.extraEnv }}
-        {{- toYaml . | nindent 8 }}
-        {{- end }}
+      {{- end }}
       ports:
         - name: metrics
           containerPort: {{ $root.Values.httpPort | int64 }}
@@ -282,9 +346,15 @@ spec:
       securityContext:
         {{- toYaml $root.Values.securityContext | nindent 8 }}
       volumeMounts:
-        {{- include "fraudlink.volumeMounts" $root | nindent 8 }}
+        {{- include "fraudlink.volumeMounts" $mountContext | nindent 8 }}
+        {{- with .volumeMounts }}
+        {{- . | trim | nindent 8 }}
+        {{- end }}
   volumes:
-    {{- include "fraudlink.volumes" $root | nindent 4 }}
+    {{- include "fraudlink.volumes" $mountContext | nindent 4 }}
+    {{- with .volumes }}
+    {{- . | trim | nindent 4 }}
+    {{- end }}
   {{- with $settings.nodeSelector }}
   nodeSelector:
     {{- toYaml . | nindent 4 }}
@@ -296,7 +366,7 @@ spec:
   {{- if $settings.affinity }}
   affinity:
     {{- toYaml $settings.affinity | nindent 4 }}
-  {{- else if eq .component "verifier" }}
+  {{- else if has .component (list "verifier" "table") }}
   affinity:
     podAntiAffinity:
       preferredDuringSchedulingIgnoredDuringExecution:
@@ -305,6 +375,6 @@ spec:
             topologyKey: kubernetes.io/hostname
             labelSelector:
               matchLabels:
-                {{- include "fraudlink.componentSelectorLabels" (dict "root" $root "component" "verifier") | nindent 16 }}
+                {{- include "fraudlink.componentSelectorLabels" (dict "root" $root "component" .component) | nindent 16 }}
   {{- end }}
 {{- end }}
