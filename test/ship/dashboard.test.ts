@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createConnectorMetrics } from '../../src/connector/metrics.ts';
+import { createTableMetrics } from '../../src/table/metrics.ts';
 import { createVerifierMetrics } from '../../src/verifier/metrics.ts';
 import { chartDir, root } from './helm.ts';
 
@@ -29,11 +30,18 @@ const expressions = [
   ...dashboard.templating.list.flatMap((v) => (typeof v.query === 'object' ? [v.query.query] : [])),
 ];
 
-/** The series each metric of the code exports, with its label names (histograms add le). */
-function exportedSeries(): Map<string, string[]> {
+/** A registry with the metrics of every component. */
+function registryOfAll(): Registry {
   const registry = new Registry();
   createConnectorMetrics(registry);
   createVerifierMetrics(registry);
+  createTableMetrics(registry, () => ({ offsetLag: 0, rows: 0 }));
+  return registry;
+}
+
+/** The series each metric of the code exports, with its label names (histograms add le). */
+function exportedSeries(): Map<string, string[]> {
+  const registry = registryOfAll();
   const series = new Map<string, string[]>();
   for (const metric of registry.getMetricsAsArray()) {
     const { name, labelNames = [] } = metric as unknown as { name: string; labelNames?: string[] };
@@ -82,9 +90,7 @@ describe('grafana dashboard', () => {
   });
 
   it('the metrics factories export every metric the source declares', () => {
-    const registry = new Registry();
-    createConnectorMetrics(registry);
-    createVerifierMetrics(registry);
+    const registry = registryOfAll();
     const exported = new Set(
       registry.getMetricsAsArray().map((m) => (m as unknown as { name: string }).name),
     );
@@ -129,6 +135,19 @@ describe('grafana dashboard', () => {
       'fraudlink_verifier_upstream_latency_seconds_bucket',
     ]) {
       expect(queried).toContain(metric);
+    }
+  });
+
+  it('covers table lookups by result, lookup latency p99, events applied, offset lag and rows', () => {
+    const queried = expressions.join('\n');
+    for (const expr of [
+      'sum by (result) (rate(fraudlink_table_lookups_total',
+      'histogram_quantile(0.99, sum by (le) (rate(fraudlink_table_lookup_seconds_bucket',
+      'rate(fraudlink_table_events_applied_total',
+      'fraudlink_table_offset_lag',
+      'fraudlink_table_rows',
+    ]) {
+      expect(queried).toContain(expr);
     }
   });
 });
