@@ -18,7 +18,18 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { type AlertState, replayAlerts } from '../src/replay/index.ts';
 import { type AlertTopic, benchIban, writeAlertTopic } from './alert-events.ts';
-import { benchStack, cli, fmt, freePort, median, metric, peakRssMb, percentile, until } from './common.ts';
+import {
+  benchStack,
+  cli,
+  fmt,
+  freePort,
+  imageNodeFlags,
+  median,
+  metric,
+  peakRssMb,
+  percentile,
+  until,
+} from './common.ts';
 import { countEnv } from './env.ts';
 
 /** Connections of the load generator's pool, and requests pipelined on each. */
@@ -98,8 +109,14 @@ async function startBareServer(table: ReadonlyMap<string, AlertState>, dir: stri
   const file = join(dir, 'table.jsonl');
   writeFileSync(file, [...table.values()].map((a) => `${JSON.stringify(answerOf(a))}\n`).join(''));
   const script = fileURLToPath(new URL('./bare-table-server.ts', import.meta.url));
-  const child = spawn(process.execPath, [script], {
-    env: { PATH: process.env.PATH ?? '', BARE_TABLE_FILE: file, BARE_PORT: String(await freePort()) },
+  // With the node flags and options the table runs with, so that only the servers differ.
+  const child = spawn(process.execPath, [...imageNodeFlags, script], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      ...(process.env.BENCH_CHILD_NODE_OPTIONS && { NODE_OPTIONS: process.env.BENCH_CHILD_NODE_OPTIONS }),
+      BARE_TABLE_FILE: file,
+      BARE_PORT: String(await freePort()),
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
