@@ -180,7 +180,19 @@ export async function openAlertTable(
 
   const kafka = createKafkaClient({ config: config.kafka, logger });
   const session = (signal: AbortSignal) =>
-    readSession({ kafka, topic, signal, log, position, checkOrigin, applyRecords, onCaughtUp });
+    readSession({
+      kafka,
+      topic,
+      signal,
+      log,
+      position,
+      checkOrigin,
+      applyRecords,
+      onCaughtUp,
+      onConnected: () => {
+        readiness = { ready: false, reason: `catching up with ${topic}` };
+      },
+    });
   const onCaughtUp = () => {
     readiness = { ready: true };
     firstCatchUp.resolve();
@@ -189,7 +201,7 @@ export async function openAlertTable(
   const run = async () => {
     let attempt = 0;
     while (!stopping.signal.aborted) {
-      readiness = { ready: false, reason: `catching up with ${topic}` };
+      if (readiness.ready) readiness = { ready: false, reason: 'connecting to Kafka' };
       try {
         await session(stopping.signal);
       } catch (err) {
@@ -212,6 +224,7 @@ export async function openAlertTable(
     },
   );
 
+  let closing: Promise<void> | undefined;
   const find = (raw: string): LookupResult => {
     if (typeof raw !== 'string' || raw.length > MAX_RAW_IBAN)
       return { iban: raw, alert: null, invalid: true };
@@ -258,10 +271,13 @@ export async function openAlertTable(
       rows: store.rows(),
     }),
     done,
-    async close() {
-      stopping.abort();
-      await done.catch(() => {});
-      store.close();
+    close() {
+      closing ??= (async () => {
+        stopping.abort();
+        await done.catch(() => {});
+        store.close();
+      })();
+      return closing;
     },
   };
 }
@@ -295,6 +311,7 @@ interface SessionParts {
   position: Position;
   checkOrigin(clusterId: string, ends: Position['ends']): void;
   applyRecords(records: IncomingRecord[]): Promise<void>;
+  onConnected(): void;
   onCaughtUp(): void;
 }
 
@@ -316,6 +333,7 @@ async function readSession(parts: SessionParts): Promise<void> {
     const { clusterId } = await unlessAborted(admin.describeCluster(), signal, 'describing the cluster');
     await unlessAborted(readEnds(), signal, `reading the end offsets of ${topic}`);
     parts.checkOrigin(clusterId, position.ends);
+    parts.onConnected();
     const startOffsets = new Map(position.next);
     let reading = false;
     polling = setInterval(() => {
