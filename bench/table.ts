@@ -67,28 +67,36 @@ async function startTable(stack: Stack, topic: string): Promise<TableProcess> {
     HTTP_HOST: '127.0.0.1',
     HTTP_PORT: String(port),
   });
-  const exited = once(child, 'exit').then(([code]) => {
-    throw new Error(`fraudlink table exited (${code}) before it was ready`);
-  });
-  const ready = until(
-    async () =>
-      (await fetch(`${url}/readyz`).then(
-        (r) => r.status,
-        () => 0,
-      )) === 200,
-    10 * 60_000,
-    50,
-  );
-  await Promise.race([ready, exited]);
-  exited.catch(() => {});
+  const stop = async () => {
+    await stopChild(child);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await until(
+      async () => {
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(
+            `fraudlink table exited (${child.exitCode ?? child.signalCode}) before it was ready`,
+          );
+        return (
+          (await fetch(`${url}/readyz`).then(
+            (r) => r.status,
+            () => 0,
+          )) === 200
+        );
+      },
+      10 * 60_000,
+      50,
+    );
+  } catch (err) {
+    await stop();
+    throw err;
+  }
   return {
     url,
     child,
     readyMs: performance.now() - started,
-    stop: async () => {
-      await stopChild(child);
-      rmSync(dir, { recursive: true, force: true });
-    },
+    stop,
   };
 }
 
@@ -191,8 +199,10 @@ async function buildFigures(stack: Stack, topic: AlertTopic) {
   const table = await startTable(stack, topic.topic);
   const tableRate = topic.events / (table.readyMs / 1000);
   const rows = await metric(`${table.url}/metrics`, 'fraudlink_table_rows');
-  if (rows !== replayed.alerts.size)
+  if (rows !== replayed.alerts.size) {
+    await table.stop();
     throw new Error(`the table holds ${rows} rows where replay found ${replayed.alerts.size} alerts`);
+  }
   const rss = peakRssMb(table.child.pid as number);
   console.log(
     `build: fraudlink table, fresh store to ready, ${fmt(tableRate)} events/s (${(table.readyMs / 1000).toFixed(1)} s, ${fmt(rows)} rows, peak RSS ${rss.toFixed(0)} MB); replayAlerts on the same topic ${fmt(replayRate)} events/s; ratio ${(tableRate / replayRate).toFixed(2)} (target >= 0.50)`,
