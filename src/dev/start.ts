@@ -124,6 +124,10 @@ async function roundTrip(): Promise<void> {
   }
 }
 
+async function lookUp(): Promise<void> {
+  snapshot.lastLookup = (await lookUpOneAlert(table.url)) ?? snapshot.lastLookup;
+}
+
 const timers = [
   setInterval(async () => {
     const m = await scrape(`${connector.opsUrl}/metrics`).catch(() => undefined);
@@ -138,12 +142,11 @@ const timers = [
     if (tty) logUpdate(renderStatus(snapshot));
   }, 1000),
   setInterval(() => void roundTrip(), 3000),
-  setInterval(async () => {
-    snapshot.lastLookup = (await lookUpOneAlert(table.url)) ?? snapshot.lastLookup;
-  }, 3000),
+  setInterval(() => void lookUp(), 3000),
   ...(tty ? [] : [setInterval(() => say(renderStatus(snapshot).replace(/\n/g, ' | ')), 5000)]),
 ];
 void roundTrip();
+void lookUp();
 
 let stopping = false;
 async function stop(): Promise<void> {
