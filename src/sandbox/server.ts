@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import { FraudlinkError } from '../errors.ts';
+import { HttpRefusal as Refused, readBody } from '../http-body.ts';
 import type { Logger } from '../logger.ts';
 import { holderNameFor } from './data.ts';
 import { checkFaults, type FaultState, type RateLimiter } from './faults.ts';
@@ -52,42 +53,9 @@ function notAllowed(method: string, path: string, allowed: readonly string[]): R
   });
 }
 
-/** A request refused while its body is read: answered `status {"code","message"}`. */
-class Refused extends Error {
-  readonly status: number;
-  readonly code: string;
-
-  constructor(status: number, code: string, message: string) {
-    super(message);
-    this.status = status;
-    this.code = code;
-  }
-}
-
-/**
- * The body, up to `MAX_BODY`. One declared larger is refused unread; one sent chunked, once it
- * passes the limit. The rest is left unread, neither drained nor destroyed under the 413 still to be
- * written, and the 413 closes the connection, which can then serve nothing else.
- */
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  const tooLarge = new Refused(413, 'PAYLOAD_TOO_LARGE', 'body larger than 1 MiB');
-  if (Number(req.headers['content-length']) > MAX_BODY) return Promise.reject(tooLarge);
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= MAX_BODY) chunks.push(chunk);
-      else {
-        req.off('data', onData).pause();
-        reject(tooLarge);
-      }
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve(Buffer.concat(chunks, size)));
-    req.once('error', reject);
-  });
-}
+/** The body, up to `MAX_BODY` (http-body.ts): the 413 closes the connection. */
+const bodyOf = (req: IncomingMessage): Promise<Buffer> =>
+  readBody(req, MAX_BODY, new Refused(413, 'PAYLOAD_TOO_LARGE', 'body larger than 1 MiB'));
 
 /**
  * The JSON body of a request, API or admin alike: the interface says "requests with a body carry
@@ -102,7 +70,7 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
     const got = type === undefined ? 'none' : JSON.stringify(type.slice(0, 100));
     throw new Refused(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type must be application/json, got ${got}`);
   }
-  const text = (await readBody(req)).toString('utf8');
+  const text = (await bodyOf(req)).toString('utf8');
   try {
     return text === '' ? undefined : JSON.parse(text);
   } catch {

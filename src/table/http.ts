@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AlertState } from '../alert-events.ts';
 import { InvalidInputError } from '../errors.ts';
+import { HttpRefusal, readBody } from '../http-body.ts';
 import { parseInstant } from '../instant.ts';
 import type { Logger } from '../logger.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
@@ -21,17 +22,6 @@ export interface TableRoutesOptions {
 }
 
 type Route = (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
-
-/** An answer refused with `status` and a stable `code`. */
-class Refusal extends Error {
-  readonly status: number;
-  readonly code: string;
-  constructor(status: number, code: string, message: string) {
-    super(message);
-    this.status = status;
-    this.code = code;
-  }
-}
 
 const QUALIFICATIONS = new Set(
   (
@@ -68,49 +58,19 @@ function keyChecker(apiKeys: readonly string[]): (presented: string | undefined)
   };
 }
 
-/**
- * The request's body, at most `limit` bytes; Refusal 413 past it. The rest of a body too large is
- * read and dropped (memory stays bounded), so that the 413 reaches the client before the close.
- */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const tooLarge = () => new Refusal(413, 'BODY_TOO_LARGE', `the body must be at most ${limit} bytes`);
-  if (Number(req.headers['content-length']) > limit) {
-    req.resume();
-    return Promise.reject(tooLarge());
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let refused = false;
-    req.on('data', (chunk: Buffer) => {
-      if (refused) return;
-      size += chunk.length;
-      if (size <= limit) {
-        chunks.push(chunk);
-        return;
-      }
-      refused = true;
-      chunks.length = 0;
-      reject(tooLarge());
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
-
 function ibansOf(body: Buffer): string[] {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString('utf8'));
   } catch {
-    throw new Refusal(400, 'INVALID_JSON', 'the body is not JSON');
+    throw new HttpRefusal(400, 'INVALID_JSON', 'the body is not JSON');
   }
   const ibans = (parsed as { ibans?: unknown } | null)?.ibans;
   if (!Array.isArray(ibans) || !ibans.every((i) => typeof i === 'string')) {
-    throw new Refusal(400, 'INVALID_BODY', 'the body must be {"ibans": [strings]}');
+    throw new HttpRefusal(400, 'INVALID_BODY', 'the body must be {"ibans": [strings]}');
   }
   if (ibans.length > MAX_LOOKUP_IBANS) {
-    throw new Refusal(400, 'TOO_MANY_IBANS', `at most ${MAX_LOOKUP_IBANS} IBANs per lookup`);
+    throw new HttpRefusal(400, 'TOO_MANY_IBANS', `at most ${MAX_LOOKUP_IBANS} IBANs per lookup`);
   }
   return ibans;
 }
@@ -120,7 +80,7 @@ function listQueryOf(params: URLSearchParams): ListQuery {
   const qualification = params.get('qualification');
   if (qualification) {
     if (!QUALIFICATIONS.has(qualification)) {
-      throw new Refusal(
+      throw new HttpRefusal(
         400,
         'INVALID_QUERY',
         `qualification must be one of ${[...QUALIFICATIONS].join(', ')}`,
@@ -132,7 +92,7 @@ function listQueryOf(params: URLSearchParams): ListQuery {
   if (updatedAfter) {
     const ms = parseInstant(/^\d+$/.test(updatedAfter) ? Number(updatedAfter) : updatedAfter);
     if (ms === null) {
-      throw new Refusal(
+      throw new HttpRefusal(
         400,
         'INVALID_QUERY',
         'updatedAfter must be an ISO-8601 instant with a zone, or epoch ms',
@@ -144,7 +104,7 @@ function listQueryOf(params: URLSearchParams): ListQuery {
   if (limit) {
     const n = Number(limit);
     if (!/^\d+$/.test(limit) || n < 1 || n > MAX_PAGE) {
-      throw new Refusal(400, 'INVALID_QUERY', `limit must be an integer from 1 to ${MAX_PAGE}`);
+      throw new HttpRefusal(400, 'INVALID_QUERY', `limit must be an integer from 1 to ${MAX_PAGE}`);
     }
     query.limit = n;
   }
@@ -178,16 +138,21 @@ export function tableRoutes({ table, apiKeys, logger }: TableRoutesOptions): Rou
     try {
       raw = decodeURIComponent(encoded);
     } catch {
-      throw new Refusal(400, 'INVALID_IBAN', 'not an IBAN');
+      throw new HttpRefusal(400, 'INVALID_IBAN', 'not an IBAN');
     }
     const [result] = table.lookup([raw]);
-    if (!result || result.invalid) throw new Refusal(400, 'INVALID_IBAN', 'not an IBAN');
-    if (!result.alert) throw new Refusal(404, 'NO_ACTIVE_ALERT', 'this IBAN has no active alert');
+    if (!result || result.invalid) throw new HttpRefusal(400, 'INVALID_IBAN', 'not an IBAN');
+    if (!result.alert) throw new HttpRefusal(404, 'NO_ACTIVE_ALERT', 'this IBAN has no active alert');
     send(res, 200, alertJson(result.alert));
   };
 
   const lookup = async (req: IncomingMessage, res: ServerResponse) => {
-    const ibans = ibansOf(await readBody(req, MAX_BODY_BYTES));
+    const tooLarge = new HttpRefusal(
+      413,
+      'BODY_TOO_LARGE',
+      `the body must be at most ${MAX_BODY_BYTES} bytes`,
+    );
+    const ibans = ibansOf(await readBody(req, MAX_BODY_BYTES, tooLarge));
     const results = table.lookup(ibans).map((r) => ({
       iban: r.iban,
       alert: r.alert && alertJson(r.alert),
@@ -201,7 +166,7 @@ export function tableRoutes({ table, apiKeys, logger }: TableRoutesOptions): Rou
     try {
       page = table.list(listQueryOf(params));
     } catch (err) {
-      if (err instanceof InvalidInputError) throw new Refusal(400, err.rule, err.message);
+      if (err instanceof InvalidInputError) throw new HttpRefusal(400, err.rule, err.message);
       throw err;
     }
     send(res, 200, { alerts: page.alerts.map(alertJson), nextCursor: page.nextCursor });
@@ -210,25 +175,25 @@ export function tableRoutes({ table, apiKeys, logger }: TableRoutesOptions): Rou
   const v1 = async (req: IncomingMessage, res: ServerResponse, path: string) => {
     const header = req.headers['x-api-key'];
     if (keyAccepted && !keyAccepted(typeof header === 'string' ? header : undefined)) {
-      throw new Refusal(401, 'UNAUTHORIZED', 'a valid x-api-key header is required');
+      throw new HttpRefusal(401, 'UNAUTHORIZED', 'a valid x-api-key header is required');
     }
     const read = req.method === 'GET' || req.method === 'HEAD';
     if (path === '/v1/alerts/lookup') {
-      if (req.method !== 'POST') throw new Refusal(405, 'METHOD_NOT_ALLOWED', 'use POST');
+      if (req.method !== 'POST') throw new HttpRefusal(405, 'METHOD_NOT_ALLOWED', 'use POST');
       return lookup(req, res);
     }
     if (path === '/v1/alerts' || path.startsWith('/v1/alerts/')) {
-      if (!read) throw new Refusal(405, 'METHOD_NOT_ALLOWED', 'use GET');
+      if (!read) throw new HttpRefusal(405, 'METHOD_NOT_ALLOWED', 'use GET');
       if (path === '/v1/alerts') return list(res, new URL(req.url ?? '/', 'http://table').searchParams);
       const rest = path.slice('/v1/alerts/'.length);
       if (rest.length > 0 && !rest.includes('/')) return getOne(res, rest);
     }
-    throw new Refusal(404, 'NOT_FOUND', 'no such endpoint');
+    throw new HttpRefusal(404, 'NOT_FOUND', 'no such endpoint');
   };
 
   const failed = (res: ServerResponse, err: unknown) => {
-    if (err instanceof Refusal) {
-      // A body refused part-way is not read on: the connection closes after the answer.
+    if (err instanceof HttpRefusal) {
+      // A body refused part-way is left unread: the connection closes after the answer.
       const close: Record<string, string> = err.status === 413 ? { connection: 'close' } : {};
       send(res, err.status, { code: err.code, message: err.message }, close);
       return;

@@ -89,12 +89,16 @@ export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
 /** Longer than any IBAN in any spelling: a longer string is refused before it is normalised. */
 const MAX_RAW_IBAN = 64;
-/** Records applied per store transaction: lookups run between two, so a large fetch never stalls them. */
-const CHUNK_RECORDS = 1000;
+/**
+ * Records applied per store transaction; lookups run between two. Live, a transaction is short, so a
+ * burst of events never stalls lookups for long; while catching up (not ready), larger ones write
+ * each page of the store fewer times (random IBANs touch most pages in every transaction).
+ */
+const CHUNK_RECORDS = { live: 1000, catchingUp: 25_000 };
 /** How often the end offsets are read again, for the lag. */
 const LAG_POLL_MS = 1000;
-/** Fetches of 8 MiB (2 MiB per partition): memory stays low whatever the table's size. */
-const FETCH_MAX_BYTES = 8 * 1024 * 1024;
+/** Fetches of 16 MiB (4 MiB per partition): memory stays low whatever the table's size. */
+const FETCH_MAX_BYTES = 16 * 1024 * 1024;
 const RETRY_POLICY = { ...defaultRetryPolicy, initialDelayMs: 500, maxDelayMs: 30_000 };
 
 interface Position {
@@ -137,8 +141,18 @@ export async function openAlertTable(
     position.next = new Map();
   };
 
-  /** Rebuilds a store built from another topic or cluster, or ahead of the topic (one recreated since). */
-  const checkOrigin = (clusterId: string, ends: Map<number, { low: bigint; high: bigint }>) => {
+  /**
+   * Rebuilds a store built from another topic or cluster, or ahead of the topic (one recreated since).
+   * A store that fails meanwhile is the one failure not ridden out: OutputError.
+   */
+  const checkOrigin = (clusterId: string, ends: Position['ends']) => {
+    try {
+      rebuildIfForeign(clusterId, ends);
+    } catch (err) {
+      throw new OutputError(`the alert table's store ${config.dbPath} cannot be rebuilt`, { cause: err });
+    }
+  };
+  const rebuildIfForeign = (clusterId: string, ends: Position['ends']) => {
     const origin = store.origin();
     const ahead = [...store.offsets()].find(([p, next]) => next > (ends.get(p)?.high ?? -1n));
     if (origin && origin.topic !== topic) rebuild(`the store holds topic ${origin.topic}`);
@@ -150,17 +164,22 @@ export async function openAlertTable(
 
   const decode = alertEventDecoder(createSchemaRegistry(config.registry), topic);
   const applyRecords = async (records: IncomingRecord[]) => {
-    for (let from = 0; from < records.length; from += CHUNK_RECORDS) {
+    const size = readiness.ready ? CHUNK_RECORDS.live : CHUNK_RECORDS.catchingUp;
+    for (let from = 0; from < records.length; from += size) {
       if (from > 0) await yieldToLookups();
-      const chunk = records.slice(from, from + CHUNK_RECORDS);
-      const events: AlertEvent[] = [];
+      const chunk = records.slice(from, from + size);
+      // Only each IBAN's last event of the chunk matters to the table: the others are not written.
+      const latest = new Map<string, AlertEvent>();
+      let skipped = 0;
       for (const record of chunk) {
         try {
           const decoding = decode(record);
-          events.push(decoding instanceof Promise ? await decoding : decoding);
+          const event = decoding instanceof Promise ? await decoding : decoding;
+          latest.set(event.iban, event);
         } catch (err) {
           // Only the record's own fault is skipped; a registry outage ends the read, which is retried.
           if (!(err instanceof DecodeError)) throw err;
+          skipped++;
           metrics.recordsSkipped.inc();
           warnSkipped(log, record, err);
         }
@@ -168,12 +187,12 @@ export async function openAlertTable(
       const last = chunk.at(-1) as IncomingRecord;
       const next = BigInt(last.offset) + 1n;
       try {
-        store.apply({ partition: last.partition, next, events }, Date.now());
+        store.apply({ partition: last.partition, next, events: [...latest.values()] }, Date.now());
       } catch (err) {
         throw new OutputError(`writing the alert table to ${config.dbPath} failed`, { cause: err });
       }
       metrics.recordsRead.inc(chunk.length);
-      metrics.eventsApplied.inc(events.length);
+      metrics.eventsApplied.inc(chunk.length - skipped);
       if (next > (position.next.get(last.partition) ?? 0n)) position.next.set(last.partition, next);
     }
   };

@@ -7,26 +7,15 @@ import type { AlertState } from '../../src/alert-events.ts';
 import { loadTableConfig } from '../../src/config/index.ts';
 import type { OutgoingRecord } from '../../src/kafka/index.ts';
 import { makeIban } from '../../src/sandbox/data.ts';
+import { prng } from '../../src/sandbox/prng.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { type AlertTable, type AlertTableOptions, openAlertTable } from '../../src/table/index.ts';
 import { testClients, testTopics } from '../helpers/kafka.ts';
 import { stackEnv } from '../helpers/stack.ts';
 
-/** A deterministic source of randomness (mulberry32), for reproducible IBANs. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** `count` distinct valid German IBANs. */
 export function ibans(count: number, seed = 1): string[] {
-  const rand = seeded(seed);
+  const rand = prng(seed);
   const out = new Set<string>();
   while (out.size < count) out.add(makeIban('DE', '', rand));
   return [...out];

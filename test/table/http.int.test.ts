@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { request } from 'undici';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { loadTableConfig } from '../../src/config/index.ts';
@@ -72,7 +73,7 @@ describe('the alert table HTTP API', () => {
   });
 
   it('looks up a batch in order, and refuses more than 1,000 IBANs, a body over the limit and bad JSON', async () => {
-    const { all, call } = await service();
+    const { all, call, url } = await service();
     const asked = [all[3] ?? '', 'garbage', all[0] ?? '', ` ${(all[7] ?? '').toLowerCase()} `];
     const answer = await call('/v1/alerts/lookup', {
       method: 'POST',
@@ -94,6 +95,20 @@ describe('the alert table HTTP API', () => {
       status: 413,
       body: { code: 'BODY_TOO_LARGE' },
     });
+    // Sent chunked, with no length declared: refused once past the limit, the rest left unread.
+    const chunked = await request(`${url}/v1/alerts/lookup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: Readable.from(
+        (function* () {
+          yield '{"ibans": [';
+          for (let i = 0; i < 100; i++) yield `"${'y'.repeat(4096)}",`;
+          yield '""]}';
+        })(),
+      ),
+    });
+    expect(chunked.statusCode).toBe(413);
+    expect(await chunked.body.json()).toMatchObject({ code: 'BODY_TOO_LARGE' });
     expect(await call('/v1/alerts/lookup', { method: 'POST', body: '{"ibans": [' })).toMatchObject({
       status: 400,
       body: { code: 'INVALID_JSON' },
