@@ -8,6 +8,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   connector: () => import('./connector.ts'),
   verifier: () => import('./verifier.ts'),
   replay: () => import('./replay.ts'),
+  table: () => import('./table.ts'),
 };
 
 const { positionals } = parseArgs({ allowPositionals: true });

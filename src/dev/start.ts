@@ -1,19 +1,22 @@
 // `npm start`: the whole pipeline, live, with no configuration. A real Kafka broker and schema
 // registry (the `npm run stack -- up` one when running, else one owned by this process), the sandbox
-// with a steady stream of changes, the connector and the verifier, and a verification round trip
-// every few seconds through the requester client. Ctrl-C stops everything.
-import { mkdirSync } from 'node:fs';
+// with a steady stream of changes, the connector, the verifier and the alert table service, a
+// verification round trip every few seconds through the requester client, and an IBAN lookup over
+// the table's HTTP API. Ctrl-C stops everything.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import logUpdate from 'log-update';
 import pino from 'pino';
-import { loadConnectorConfig, loadVerifierConfig } from '../config/index.ts';
+import { loadConnectorConfig, loadTableConfig, loadVerifierConfig } from '../config/index.ts';
 import { startConnector } from '../connector/index.ts';
 import { createLogger } from '../logger.ts';
 import { createSandbox } from '../sandbox/index.ts';
 import { cacheDir } from '../stack/paths.ts';
 import { findRunningStack, startStack } from '../stack/stack.ts';
+import { startTableService } from '../table/index.ts';
 import { createVerificationClient, startVerifier } from '../verifier/index.ts';
-import { renderStatus, type Snapshot, scrape } from './status.ts';
+import { lookUpOneAlert, renderStatus, type Snapshot, scrape } from './status.ts';
 
 const logDir = join(cacheDir(), '..', 'dev');
 mkdirSync(logDir, { recursive: true });
@@ -65,6 +68,12 @@ const connectorConfig = loadConnectorConfig(env);
 const verifierConfig = loadVerifierConfig(env);
 const connector = await startConnector(connectorConfig, logger);
 const verifier = await startVerifier(verifierConfig, logger, { instanceId: 'npm-start' });
+// The table's store is this run's own: it is built from the alerts topic at start and removed at the end.
+const tableDir = mkdtempSync(join(tmpdir(), 'fraudlink-start-table-'));
+const table = await startTableService(
+  loadTableConfig({ ...env, TABLE_DB_PATH: join(tableDir, 'table.db') }),
+  logger,
+);
 const client = createVerificationClient({
   kafka: verifierConfig.kafka,
   registry: verifierConfig.registry,
@@ -80,7 +89,8 @@ Pipeline running. Point your own tools at it:
   topics: ${connectorConfig.topics.alertsTopic} (alerts, compacted), ${connectorConfig.topics.alertsDlqTopic} (DLQ),
           ${connectorConfig.topics.offsetsTopic} (cursor), ${verifierConfig.verifier.requestsTopic} -> ${verifierConfig.verifier.repliesTopic}
   sandbox (upstream stand-in): ${url}  (x-api-key: sandbox-key)
-  metrics: ${connector.opsUrl}/metrics (connector), ${verifier.opsUrl}/metrics (verifier)
+  alert table (page for analysts): ${table.url}/   lookups: ${table.url}/v1/alerts/{iban}
+  metrics: ${connector.opsUrl}/metrics (connector), ${verifier.opsUrl}/metrics (verifier), ${table.url}/metrics (table)
   logs: ${logFile}
   stack: ${given ? 'given by KAFKA_BROKERS and SCHEMA_REGISTRY_URL' : running ? 'reused from `npm run stack -- up`' : `started for this run (kafka pid ${stack.kafkaPid}, registry pid ${stack.registryPid})`}
   watch the alert table:  KAFKA_BROKERS=${stack.brokers} SCHEMA_REGISTRY_URL=${stack.registryUrl} npx fraudlink replay --follow
@@ -93,6 +103,7 @@ const snapshot: Snapshot = {
   lag: null,
   rate: 0,
   lastVerification: 'waiting for the first round trip…',
+  lastLookup: 'waiting for the table to hold an alert…',
   at: Date.now(),
 };
 let previous = { published: 0, at: Date.now() };
@@ -115,6 +126,10 @@ async function roundTrip(): Promise<void> {
   }
 }
 
+async function lookUp(): Promise<void> {
+  snapshot.lastLookup = (await lookUpOneAlert(table.url)) ?? snapshot.lastLookup;
+}
+
 const timers = [
   setInterval(async () => {
     const m = await scrape(`${connector.opsUrl}/metrics`).catch(() => undefined);
@@ -129,9 +144,11 @@ const timers = [
     if (tty) logUpdate(renderStatus(snapshot));
   }, 1000),
   setInterval(() => void roundTrip(), 3000),
+  setInterval(() => void lookUp(), 3000),
   ...(tty ? [] : [setInterval(() => say(renderStatus(snapshot).replace(/\n/g, ' | ')), 5000)]),
 ];
 void roundTrip();
+void lookUp();
 
 let stopping = false;
 async function stop(): Promise<void> {
@@ -142,6 +159,8 @@ async function stop(): Promise<void> {
   say('stopping…');
   await client.close();
   await verifier.stop();
+  await table.stop();
+  rmSync(tableDir, { recursive: true, force: true });
   await connector.stop();
   await sandbox.stop();
   if (!running) await stack.stop();

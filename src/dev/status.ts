@@ -4,6 +4,8 @@ export interface Snapshot {
   lag: number | null;
   rate: number;
   lastVerification: string;
+  /** The last IBAN looked up over the table's HTTP API, and its answer. */
+  lastLookup: string;
   at: number;
 }
 
@@ -31,5 +33,25 @@ export function renderStatus(s: Snapshot): string {
     `feed lag: ${s.lag === null ? '-' : `${s.lag.toFixed(1)} s`}`,
     `DLQ: ${s.rejected}`,
     `last verification: ${s.lastVerification}`,
+    `table lookup: ${s.lastLookup}`,
   ].join('\n');
+}
+
+/**
+ * Picks an IBAN that has an alert from the table's listing and looks it up over HTTP as a client
+ * would; undefined while the table holds none yet or is not reachable.
+ */
+export async function lookUpOneAlert(tableUrl: string): Promise<string | undefined> {
+  try {
+    const listing = await fetch(`${tableUrl}/v1/alerts?limit=50`);
+    if (!listing.ok) return undefined;
+    const { alerts } = (await listing.json()) as { alerts: { iban: string }[] };
+    const iban = alerts[Math.floor(Math.random() * alerts.length)]?.iban;
+    if (!iban) return undefined;
+    const path = `/v1/alerts/${iban}`;
+    const answer = await fetch(`${tableUrl}${path}`);
+    return `GET ${path} -> ${answer.status} ${await answer.text()}`;
+  } catch {
+    return undefined;
+  }
 }

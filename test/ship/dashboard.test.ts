@@ -124,17 +124,30 @@ describe('grafana dashboard', () => {
     expect(problems).toEqual([]);
   });
 
-  it('covers publish rate, feed lag, DLQ, verification outcomes and verification latency', () => {
+  it.each([
+    [
+      'publish rate, feed lag, DLQ, verification outcomes and verification latency',
+      [
+        'fraudlink_connector_rows_published_total',
+        'fraudlink_connector_feed_lag_seconds',
+        'fraudlink_connector_rows_rejected_total',
+        'fraudlink_verifier_dlq_total',
+        'fraudlink_verifier_requests_total',
+        'fraudlink_verifier_upstream_latency_seconds_bucket',
+      ],
+    ],
+    [
+      'table lookups by result, lookup latency p99, events applied, offset lag and rows',
+      [
+        'sum by (result) (rate(fraudlink_table_lookups_total',
+        'histogram_quantile(0.99, sum by (le) (rate(fraudlink_table_lookup_seconds_bucket',
+        'rate(fraudlink_table_events_applied_total',
+        'fraudlink_table_offset_lag',
+        'fraudlink_table_rows',
+      ],
+    ],
+  ])('covers %s', (_, queries) => {
     const queried = expressions.join('\n');
-    for (const metric of [
-      'fraudlink_connector_rows_published_total',
-      'fraudlink_connector_feed_lag_seconds',
-      'fraudlink_connector_rows_rejected_total',
-      'fraudlink_verifier_dlq_total',
-      'fraudlink_verifier_requests_total',
-      'fraudlink_verifier_upstream_latency_seconds_bucket',
-    ]) {
-      expect(queried).toContain(metric);
-    }
+    for (const query of queries) expect(queried).toContain(query);
   });
 });

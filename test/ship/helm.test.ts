@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { loadConnectorConfig, loadVerifierConfig } from '../../src/config/index.ts';
+import { loadConnectorConfig, loadTableConfig, loadVerifierConfig } from '../../src/config/index.ts';
 import { parseInstant } from '../../src/instant.ts';
 import { DRAIN_TIMEOUT_MS } from '../../src/verifier/verifier.ts';
 import { writeTlsFiles } from '../config/tls-files.ts';
@@ -30,27 +30,61 @@ interface Container {
   startupProbe: { httpGet: { path: string; port: string } };
   livenessProbe: { httpGet: { path: string; port: string } };
   readinessProbe: { httpGet: { path: string; port: string } };
+  volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
   securityContext: Record<string, unknown>;
   resources: { requests?: Record<string, string> };
+}
+interface Volume {
+  name: string;
+  emptyDir?: { sizeLimit?: string };
+  secret?: { secretName: string };
+}
+interface PodSpec {
+  containers: Container[];
+  securityContext: Record<string, unknown>;
+  volumes: Volume[];
+  terminationGracePeriodSeconds: number;
 }
 interface Deployment extends K8sObject {
   spec: {
     replicas?: number;
     strategy: { type: string };
-    template: { spec: { containers: Container[]; securityContext: Record<string, unknown> } };
+    template: { spec: PodSpec };
+  };
+}
+interface StatefulSet extends K8sObject {
+  spec: {
+    replicas: number;
+    serviceName: string;
+    podManagementPolicy: string;
+    template: { spec: PodSpec };
+    volumeClaimTemplates?: {
+      metadata: { name: string };
+      spec: {
+        accessModes: string[];
+        storageClassName?: string;
+        resources: { requests: { storage: string } };
+      };
+    }[];
   };
 }
 const containerOf = (d: K8sObject) => (d as Deployment).spec.template.spec.containers[0] as Container;
 const dataOf = (o: K8sObject) => o.data as Record<string, string>;
 
+/** A component's workload: the connector's and the verifier's Deployment, the table's StatefulSet. */
+const workload = (objects: K8sObject[], suffix: string): K8sObject =>
+  find(objects, suffix === '-table' ? 'StatefulSet' : 'Deployment', suffix);
+const components = ['-connector', '-verifier', '-table'];
+
 /** A component's environment as its pod gets it: its ConfigMap, then its env entries (secrets as "from-secret"). */
 function podEnv(objects: K8sObject[], suffix: string): Record<string, string> {
-  const container = containerOf(find(objects, 'Deployment', suffix));
+  const container = containerOf(workload(objects, suffix));
   const env: Record<string, string> = {};
   for (const { configMapRef } of container.envFrom) {
     Object.assign(env, dataOf(find(objects, 'ConfigMap', configMapRef.name)));
   }
-  for (const e of container.env) env[e.name] = e.value ?? (e.valueFrom?.secretKeyRef ? 'from-secret' : '');
+  for (const e of container.env ?? [])
+    env[e.name] = e.value ?? (e.valueFrom?.secretKeyRef ? 'from-secret' : '');
   return env;
 }
 
@@ -91,8 +125,8 @@ describe('helm chart', { timeout: 60_000 }, () => {
   });
 
   it('probes /healthz for start-up and liveness and /readyz for readiness on the metrics port', () => {
-    for (const suffix of ['-connector', '-verifier']) {
-      const c = containerOf(find(full.objects, 'Deployment', suffix));
+    for (const suffix of components) {
+      const c = containerOf(workload(full.objects, suffix));
       expect(c.startupProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
       expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
       expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
@@ -122,6 +156,14 @@ describe('helm chart', { timeout: 60_000 }, () => {
       ]);
       expect(env.every((e) => e.value === undefined)).toBe(true);
     }
+    // The table calls no upstream: its own API keys, and the passwords, but not the upstream's key.
+    const table = containerOf(workload(full.objects, '-table')).env;
+    expect(table.map((e) => [e.name, e.valueFrom?.secretKeyRef])).toEqual([
+      ['TABLE_API_KEYS', { name: 'fraudlink-table-api-keys', key: 'api-keys' }],
+      ['KAFKA_SASL_PASSWORD', { name: 'rel-fraudlink-secrets', key: 'kafka-sasl-password' }],
+      ['SCHEMA_REGISTRY_PASSWORD', { name: 'rel-fraudlink-secrets', key: 'schema-registry-password' }],
+    ]);
+    expect(dataOf(find(full.objects, 'ConfigMap', '-table')).TABLE_API_KEYS).toBeUndefined();
   });
 
   it('references an existing Secret without creating one', () => {
@@ -133,8 +175,8 @@ describe('helm chart', { timeout: 60_000 }, () => {
   });
 
   it('runs as a non-root user with a read-only root filesystem and no capabilities', () => {
-    for (const suffix of ['-connector', '-verifier']) {
-      const d = find(full.objects, 'Deployment', suffix) as Deployment;
+    for (const suffix of components) {
+      const d = workload(full.objects, suffix) as Deployment;
       expect(d.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532 });
       expect(containerOf(d).securityContext).toEqual({
         allowPrivilegeEscalation: false,
@@ -166,6 +208,11 @@ describe('helm chart', { timeout: 60_000 }, () => {
       expect(loadConnectorConfig(local(podEnv(objects, '-connector'))).connector.name).toBe(
         'fraudlink-alerts',
       );
+      if (objects === full.objects) {
+        const table = loadTableConfig(local(podEnv(objects, '-table')));
+        expect(table.alertsTopic).toBe('fraud.alerts.v1');
+        expect(table.dbPath).toBe('/var/lib/fraudlink/table.db');
+      }
       expect(loadVerifierConfig(local(podEnv(objects, '-verifier'))).verifier.replyTopicsAllowed.source).toBe(
         '^(?:^vop\\.verification\\.replies\\..*)$',
       );
@@ -240,10 +287,9 @@ describe('helm chart', { timeout: 60_000 }, () => {
         'secrets.kafkaSaslOauthClientSecret=ci-oauth-secret-not-a-secret',
     ]);
     const set = new Set(
-      [full, oauth].flatMap(({ objects }) => [
-        ...Object.keys(podEnv(objects, '-connector')),
-        ...Object.keys(podEnv(objects, '-verifier')),
-      ]),
+      [full, oauth].flatMap(({ objects }) =>
+        components.flatMap((suffix) => Object.keys(podEnv(objects, suffix))),
+      ),
     );
     expect(configVariables.filter((v) => !set.has(v))).toEqual([]);
   });
@@ -301,13 +347,17 @@ describe('helm chart', { timeout: 60_000 }, () => {
     expect(code, stderr).toBe(0);
     const objects = await toObjects(stdout);
     const services = objects.filter((o) => o.kind === 'Service');
-    expect(services.map((o) => o.metadata.name)).toEqual([expect.stringMatching(/-metrics$/)]);
+    expect(services.map((o) => o.metadata.name)).toEqual([
+      expect.stringMatching(/-metrics$/),
+      expect.stringMatching(/-table$/),
+    ]);
     for (const o of services) expect(o.metadata.name.length, o.metadata.name).toBeLessThanOrEqual(63);
     for (const o of objects) {
       for (const value of Object.values(o.metadata.labels ?? {}))
         expect(value.length, `${o.kind} ${o.metadata.name}: ${value}`).toBeLessThanOrEqual(63);
     }
-    expect(await renderNotes(ciValues('full'), release)).toContain(`svc/${services[0]?.metadata.name} `);
+    const notes = await renderNotes(ciValues('full'), release);
+    for (const service of services) expect(notes).toContain(`svc/${service.metadata.name} `);
   });
 
   it('prints install notes naming the release objects, and warns of verifiers beyond the partitions', async () => {
@@ -326,6 +376,152 @@ describe('helm chart', { timeout: 60_000 }, () => {
     expect(dashboard.metadata.labels).toMatchObject({ grafana_dashboard: '1' });
     const json = JSON.parse(dataOf(dashboard)['fraudlink.json'] as string) as { uid: string };
     expect(json.uid).toBe('fraudlink-overview');
+  });
+});
+
+describe('helm chart: the table component', { timeout: 60_000 }, () => {
+  const tableOn = (...settings: string[]) => [
+    ...ciValues('lint'),
+    ...['table.enabled=true', ...settings].flatMap((v) => ['--set', v]),
+  ];
+  const podOf = (objects: K8sObject[]) => (workload(objects, '-table') as StatefulSet).spec.template.spec;
+
+  it('is off by default: an upgrade of an existing release creates no table objects', () => {
+    expect(minimal.objects.filter((o) => o.metadata.name.endsWith('-table'))).toEqual([]);
+  });
+
+  it('runs independent replicas, each with a volume claim for its store under TABLE_DB_PATH', () => {
+    const table = workload(full.objects, '-table') as StatefulSet;
+    expect(table.spec.replicas).toBe(3);
+    expect(table.spec.podManagementPolicy).toBe('Parallel');
+    expect(containerOf(table).args).toEqual(['table']);
+    expect(table.spec.volumeClaimTemplates).toEqual([
+      expect.objectContaining({
+        metadata: expect.objectContaining({ name: 'store' }),
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '2Gi' } } },
+      }),
+    ]);
+    expect(containerOf(table).volumeMounts).toContainEqual({
+      name: 'store',
+      mountPath: '/var/lib/fraudlink',
+    });
+    expect(podEnv(full.objects, '-table').TABLE_DB_PATH).toBe('/var/lib/fraudlink/table.db');
+    // No claim template and an emptyDir of the same name: nothing else in the pod changes.
+    expect(podOf(full.objects).volumes.find((v) => v.name === 'store')).toBeUndefined();
+  });
+
+  it('keeps the store in an emptyDir when persistence is off, sized by persistence.size', async () => {
+    const { objects } = await render(
+      tableOn(
+        'table.apiKeys.existingSecret=keys',
+        'table.persistence.enabled=false',
+        'table.persistence.size=5Gi',
+      ),
+    );
+    const table = workload(objects, '-table') as StatefulSet;
+    expect(table.spec.volumeClaimTemplates).toBeUndefined();
+    expect(podOf(objects).volumes.find((v) => v.name === 'store')).toEqual({
+      name: 'store',
+      emptyDir: { sizeLimit: '5Gi' },
+    });
+    expect(containerOf(table).volumeMounts).toContainEqual({
+      name: 'store',
+      mountPath: '/var/lib/fraudlink',
+    });
+  });
+
+  it('uses the storage class asked for', async () => {
+    const { objects } = await render(
+      tableOn('table.apiKeys.existingSecret=keys', 'table.persistence.storageClassName=fast-ssd'),
+    );
+    const claim = (workload(objects, '-table') as StatefulSet).spec.volumeClaimTemplates?.[0];
+    expect(claim?.spec.storageClassName).toBe('fast-ssd');
+  });
+
+  it('serves lookups through a Service of the table pods that only ready replicas back', () => {
+    const service = find(full.objects, 'Service', '-table');
+    expect(service.spec).toEqual({
+      type: 'ClusterIP',
+      selector: {
+        'app.kubernetes.io/name': 'fraudlink',
+        'app.kubernetes.io/instance': 'rel',
+        'app.kubernetes.io/component': 'table',
+      },
+      ports: [{ name: 'http', port: 80, targetPort: 'metrics', protocol: 'TCP' }],
+    });
+    expect((workload(full.objects, '-table') as StatefulSet).spec.serviceName).toBe(service.metadata.name);
+    // The metrics Service selects every pod of the release, so the table's /metrics are scraped too.
+    const metrics = find(full.objects, 'Service', '-metrics').spec as { selector: Record<string, string> };
+    const labels = (
+      workload(full.objects, '-table') as unknown as {
+        spec: { template: { metadata: { labels: Record<string, string> } } };
+      }
+    ).spec.template.metadata.labels;
+    expect(labels).toMatchObject(metrics.selector);
+  });
+
+  it('refuses a table without API keys unless anonymous lookups are asked for, and warns of them', async () => {
+    const refused = await template(tableOn());
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('table.apiKeys.existingSecret');
+    expect(refused.stderr).toContain('table.apiKeys.allowAnonymous=true');
+    const { objects } = await render(tableOn('table.apiKeys.allowAnonymous=true'));
+    expect(Object.keys(podEnv(objects, '-table'))).not.toContain('TABLE_API_KEYS');
+    const notes = await renderNotes(tableOn('table.apiKeys.allowAnonymous=true'));
+    expect(notes).toContain('WARNING: no API keys');
+    expect(notes).toContain('svc/rel-fraudlink-table ');
+  });
+
+  it('needs neither the upstream address nor its API key when it runs alone', async () => {
+    const alone = [
+      ...['kafka.brokers=k:9092', 'schemaRegistry.url=http://r', 'table.enabled=true'],
+      ...['connector.enabled=false', 'verifier.enabled=false', 'table.apiKeys.existingSecret=keys'],
+    ];
+    const { objects } = await render(alone.flatMap((v) => ['--set', v]));
+    expect(
+      objects.map((o) => `${o.kind} ${o.metadata.name}`).filter((n) => /connector|verifier/.test(n)),
+    ).toEqual([]);
+    const env = podEnv(objects, '-table');
+    expect(Object.keys(env).filter((k) => k.startsWith('API_'))).toEqual([]);
+    expect(loadTableConfig(env).alertsTopic).toBe('fraud.alerts.v1');
+    // Nor the upstream's TLS Secret, which the connector and the verifier mount.
+    const withTls = await render([
+      ...tableOn('table.apiKeys.existingSecret=keys'),
+      ...['--set', 'api.tls.existingSecret=psp-tls'],
+    ]);
+    expect(podOf(withTls.objects).volumes.map((v) => v.name)).not.toContain('api-tls');
+    expect(containerOf(workload(withTls.objects, '-connector')).volumeMounts.map((m) => m.name)).toContain(
+      'api-tls',
+    );
+  });
+
+  it('reads the topic the connector writes unless told another', async () => {
+    const { objects } = await render(
+      tableOn('table.apiKeys.existingSecret=keys', 'connector.alertsTopic=psp.alerts', 'table.alertsTopic='),
+    );
+    expect(podEnv(objects, '-table').ALERTS_TOPIC).toBe('psp.alerts');
+    const other = await render(
+      tableOn('table.apiKeys.existingSecret=keys', 'table.alertsTopic=mirror.alerts'),
+    );
+    expect(podEnv(other.objects, '-table').ALERTS_TOPIC).toBe('mirror.alerts');
+  });
+
+  it('lets a node drain evict one table replica at a time', () => {
+    expect(find(full.objects, 'PodDisruptionBudget', '-table').spec).toEqual({
+      maxUnavailable: 1,
+      selector: { matchLabels: expect.objectContaining({ 'app.kubernetes.io/component': 'table' }) },
+    });
+  });
+
+  it.each([
+    ['no replica', ['table.replicas=0'], 'replicas'],
+    ['a store size that is not a quantity', ['table.persistence.size=lots'], 'size'],
+    ['an unknown Service type', ['table.service.type=Ingress'], 'type'],
+  ])('the values schema rejects %s', async (_, settings, named) => {
+    const { code, stderr } = await template(tableOn('table.apiKeys.existingSecret=keys', ...settings));
+    expect(code).not.toBe(0);
+    expect(stderr).toContain('values don');
+    expect(stderr).toContain(named);
   });
 });
 

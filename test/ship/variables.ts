@@ -6,6 +6,7 @@ import {
   kafkaEnv,
   registryEnv,
   sandboxUpstreamEnv,
+  tableEnv,
   verifierEnv,
 } from '../../src/config/schema.ts';
 
@@ -18,5 +19,6 @@ export const configVariables = [
   alertsEnv,
   connectorEnv,
   verifierEnv,
+  tableEnv,
   commonEnv,
 ].flatMap(Object.keys);

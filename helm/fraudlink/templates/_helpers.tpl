@@ -22,6 +22,11 @@
 {{- printf "%s-metrics" (include "fraudlink.fullname" . | trunc 55 | trimSuffix "-") }}
 {{- end }}
 
+{{/* The table's Service name, within a DNS label's 63 characters like the metrics Service's. */}}
+{{- define "fraudlink.tableServiceName" -}}
+{{- printf "%s-table" (include "fraudlink.fullname" . | trunc 57 | trimSuffix "-") }}
+{{- end }}
+
 {{- define "fraudlink.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
@@ -77,12 +82,13 @@ app.kubernetes.io/component: {{ .component }}
 {{/*
 The three TLS clients (upstream, Kafka, registry), each with its Secret of PEM files mounted
 read-only at /etc/fraudlink/<dir>: the values path, the mount folder and the variables' prefix.
+Only the components that call the upstream (the connector and the verifier) take its client.
 */}}
 {{- define "fraudlink.tlsClients" -}}
 {{- list
-  (dict "tls" .Values.api.tls "path" "api.tls" "dir" "api-tls" "prefix" "API_TLS" "peer" "the upstream")
-  (dict "tls" .Values.kafka.tls "path" "kafka.tls" "dir" "kafka-tls" "prefix" "KAFKA_TLS" "peer" "the brokers")
-  (dict "tls" .Values.schemaRegistry.tls "path" "schemaRegistry.tls" "dir" "registry-tls" "prefix" "SCHEMA_REGISTRY_TLS" "peer" "the registry")
+  (dict "tls" .Values.api.tls "path" "api.tls" "dir" "api-tls" "prefix" "API_TLS" "peer" "the upstream" "upstreamOnly" true)
+  (dict "tls" .Values.kafka.tls "path" "kafka.tls" "dir" "kafka-tls" "prefix" "KAFKA_TLS" "peer" "the brokers" "upstreamOnly" false)
+  (dict "tls" .Values.schemaRegistry.tls "path" "schemaRegistry.tls" "dir" "registry-tls" "prefix" "SCHEMA_REGISTRY_TLS" "peer" "the registry" "upstreamOnly" false)
   | toJson }}
 {{- end }}
 
@@ -111,15 +117,32 @@ read-only at /etc/fraudlink/<dir>: the values path, the mount folder and the var
 {{- end }}
 {{- end }}
 
-{{/* Settings both components read (their ConfigMaps include these); numbers through int64, see configmap.yaml. */}}
+{{/* Settings the connector and the verifier read (their ConfigMaps include these); numbers through int64, see configmap.yaml. */}}
 {{- define "fraudlink.commonConfig" -}}
+{{ include "fraudlink.apiConfig" . }}
+{{ include "fraudlink.clusterConfig" . }}
+{{- end }}
+
+{{/* The upstream service's settings (connector and verifier). */}}
+{{- define "fraudlink.apiConfig" -}}
 API_BASE_URL: {{ required "api.baseUrl is required (the upstream service's base address)" .Values.api.baseUrl | quote }}
 API_TIMEOUT_MS: {{ .Values.api.timeoutMs | int64 | quote }}
 {{- range (include "fraudlink.tlsClients" . | fromJsonArray) }}
+{{- if .upstreamOnly }}
 {{- include "fraudlink.tlsConfig" . }}
 {{- end }}
-ALLOW_INSECURE_TRANSPORT: {{ .Values.allowInsecureTransport | quote }}
+{{- end }}
 ALLOW_SANDBOX_UPSTREAM: {{ .Values.allowSandboxUpstream | quote }}
+{{- end }}
+
+{{/* Kafka, registry, HTTP and logging settings: every component, the table included. */}}
+{{- define "fraudlink.clusterConfig" -}}
+{{- range (include "fraudlink.tlsClients" . | fromJsonArray) }}
+{{- if not .upstreamOnly }}
+{{- include "fraudlink.tlsConfig" . }}
+{{- end }}
+{{- end }}
+ALLOW_INSECURE_TRANSPORT: {{ .Values.allowInsecureTransport | quote }}
 KAFKA_BROKERS: {{ required "kafka.brokers is required (comma-separated host:port)" .Values.kafka.brokers | quote }}
 KAFKA_CLIENT_ID: {{ .Values.kafka.clientId | quote }}
 KAFKA_SSL: {{ .Values.kafka.ssl | quote }}
@@ -153,12 +176,20 @@ LOG_LEVEL: {{ .Values.logLevel | quote }}
 
 {{/* Secret environment variables, each a secretKeyRef: values never appear in a rendered manifest. */}}
 {{- define "fraudlink.secretEnv" -}}
-{{- $secret := include "fraudlink.secretName" . -}}
 - name: API_KEY
   valueFrom:
     secretKeyRef:
-      name: {{ $secret }}
+      name: {{ include "fraudlink.secretName" . }}
       key: {{ .Values.secrets.keys.apiKey }}
+{{- include "fraudlink.clusterSecretEnv" . }}
+{{- end }}
+
+{{/* The Kafka and registry secrets, when those are used; the table reads only these from the chart's Secret. */}}
+{{- define "fraudlink.clusterSecretEnv" -}}
+{{- $secret := "" }}
+{{- if or .Values.kafka.sasl.mechanism .Values.schemaRegistry.username }}
+{{- $secret = include "fraudlink.secretName" . }}
+{{- end }}
 {{- if eq .Values.kafka.sasl.mechanism "oauthbearer" }}
 - name: KAFKA_SASL_OAUTH_CLIENT_SECRET
   valueFrom:
@@ -181,12 +212,41 @@ LOG_LEVEL: {{ .Values.logLevel | quote }}
 {{- end }}
 {{- end }}
 
-{{/* Read-only mounts of the mutual-TLS and CA Secrets, and a writable /tmp. */}}
+{{/* The table's settings: the cluster's, the topic it reads and its store in the mounted volume. */}}
+{{- define "fraudlink.tableConfig" -}}
+{{ include "fraudlink.clusterConfig" . }}
+ALERTS_TOPIC: {{ .Values.table.alertsTopic | default .Values.connector.alertsTopic | quote }}
+TABLE_DB_PATH: "/var/lib/fraudlink/table.db"
+{{- end }}
+
+{{/*
+The table's secret variables: its API keys from their own Secret (the keys the lookup clients
+send, apart from the upstream's), and the Kafka and registry passwords when those are used.
+*/}}
+{{- define "fraudlink.tableSecretEnv" -}}
+{{- with .Values.table.apiKeys }}
+{{- if .existingSecret }}
+- name: TABLE_API_KEYS
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret }}
+      key: {{ .key }}
+{{- else if not .allowAnonymous }}
+{{- fail "table.apiKeys.existingSecret: name the Secret holding the table's API keys (comma-separated, under table.apiKeys.key), or set table.apiKeys.allowAnonymous=true to serve lookups to any client that reaches the Service" }}
+{{- end }}
+{{- end }}
+{{- include "fraudlink.clusterSecretEnv" . }}
+{{- end }}
+
+{{/*
+Read-only mounts of the TLS Secrets (the upstream's only for components that call it: upstream
+true) and the CA Secret, and a writable /tmp; call with (dict "Values" .Values "upstream" true).
+*/}}
 {{- define "fraudlink.volumeMounts" -}}
 - name: tmp
   mountPath: /tmp
 {{- range (include "fraudlink.tlsClients" . | fromJsonArray) }}
-{{- if .tls.existingSecret }}
+{{- if and .tls.existingSecret (or $.upstream (not .upstreamOnly)) }}
 - name: {{ .dir }}
   mountPath: {{ printf "/etc/fraudlink/%s" .dir }}
   readOnly: true
@@ -205,6 +265,7 @@ LOG_LEVEL: {{ .Values.logLevel | quote }}
     sizeLimit: 16Mi
 {{- range (include "fraudlink.tlsClients" . | fromJsonArray) }}
 {{- $dir := .dir }}
+{{- if or $.upstream (not .upstreamOnly) }}
 {{- with .tls }}
 {{- if .existingSecret }}
 - name: {{ $dir }}
@@ -222,6 +283,7 @@ LOG_LEVEL: {{ .Values.logLevel | quote }}
       - key: {{ .caKey }}
         path: {{ .caKey }}
       {{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -265,10 +327,20 @@ readinessProbe:
 {{/*
 The pod template of one component; call with
 (dict "root" $ "component" "connector" "settings" .Values.connector "args" (list "connector" "run")).
+The table adds "config" (its settings, for the checksum), "secretEnv" (its secret variables, in
+place of the upstream's API key and the passwords), "volumeMounts" and "volumes" (its store), and
+"upstream" false (it calls no upstream, so mounts no upstream TLS Secret).
 */}}
 {{- define "fraudlink.podTemplate" -}}
 {{- $root := .root -}}
 {{- $settings := .settings -}}
+{{- $upstream := ternary true .upstream (kindIs "invalid" .upstream) -}}
+{{- /* Not `default`: it would render the upstream's settings, and require them, for the table too. */ -}}
+{{- $config := .config -}}
+{{- if kindIs "invalid" $config }}{{ $config = include "fraudlink.commonConfig" $root }}{{ end -}}
+{{- $secretEnv := .secretEnv -}}
+{{- if kindIs "invalid" $secretEnv }}{{ $secretEnv = include "fraudlink.secretEnv" $root }}{{ end -}}
+{{- $mountContext := dict "Values" $root.Values "upstream" $upstream -}}
 metadata:
   labels:
     {{- include "fraudlink.labels" $root | nindent 4 }}
@@ -278,7 +350,7 @@ metadata:
     {{- end }}
   annotations:
     {{- /* Rolls the pods when their settings change. */}}
-    checksum/config: {{ print (include "fraudlink.commonConfig" $root) (toJson $settings) | sha256sum }}
+    checksum/config: {{ print $config (toJson $settings) | sha256sum }}
     {{- if and $root.Values.secrets.create (not $root.Values.secrets.existingSecret) }}
     checksum/secret: {{ toJson $root.Values.secrets | sha256sum }}
     {{- end }}
@@ -307,14 +379,16 @@ spec:
       envFrom:
         - configMapRef:
             name: {{ include "fraudlink.fullname" $root }}-{{ .component }}
+      {{- $extraEnv := concat ($root.Values.extraEnv | default list) ($settings.extraEnv | default list) }}
+      {{- if or (trim $secretEnv) $extraEnv }}
       env:
-        {{- include "fraudlink.secretEnv" $root | nindent 8 }}
-        {{- with $root.Values.extraEnv }}
+        {{- with trim $secretEnv }}
+        {{- . | nindent 8 }}
+        {{- end }}
+        {{- with $extraEnv }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
-        {{- with $settings.extraEnv }}
-        {{- toYaml . | nindent 8 }}
-        {{- end }}
+      {{- end }}
       ports:
         - name: metrics
           containerPort: {{ $root.Values.httpPort | int64 }}
@@ -325,9 +399,15 @@ spec:
       securityContext:
         {{- toYaml $root.Values.securityContext | nindent 8 }}
       volumeMounts:
-        {{- include "fraudlink.volumeMounts" $root | nindent 8 }}
+        {{- include "fraudlink.volumeMounts" $mountContext | nindent 8 }}
+        {{- with .volumeMounts }}
+        {{- . | trim | nindent 8 }}
+        {{- end }}
   volumes:
-    {{- include "fraudlink.volumes" $root | nindent 4 }}
+    {{- include "fraudlink.volumes" $mountContext | nindent 4 }}
+    {{- with .volumes }}
+    {{- . | trim | nindent 4 }}
+    {{- end }}
   {{- with $settings.nodeSelector }}
   nodeSelector:
     {{- toYaml . | nindent 4 }}
@@ -339,7 +419,7 @@ spec:
   {{- if $settings.affinity }}
   affinity:
     {{- toYaml $settings.affinity | nindent 4 }}
-  {{- else if eq .component "verifier" }}
+  {{- else if has .component (list "verifier" "table") }}
   affinity:
     podAntiAffinity:
       preferredDuringSchedulingIgnoredDuringExecution:
@@ -348,6 +428,6 @@ spec:
             topologyKey: kubernetes.io/hostname
             labelSelector:
               matchLabels:
-                {{- include "fraudlink.componentSelectorLabels" (dict "root" $root "component" "verifier") | nindent 16 }}
+                {{- include "fraudlink.componentSelectorLabels" (dict "root" $root "component" .component) | nindent 16 }}
   {{- end }}
 {{- end }}
