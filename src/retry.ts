@@ -19,6 +19,19 @@ export const defaultRetryPolicy: RetryPolicy = Object.freeze({
   jitter: 0.5,
 });
 
+/**
+ * The backoff that waits out an outage of the broker or the registry, however long it lasts: 1 s,
+ * doubling up to 30 s, each wait randomised by half so that the instances of a fleet do not all
+ * come back at once.
+ */
+export const OUTAGE_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
+  retries: Number.POSITIVE_INFINITY,
+  initialDelayMs: 1000,
+  maxDelayMs: 30_000,
+  factor: 2,
+  jitter: 0.5,
+});
+
 /** The longest delay a Node timer takes; a longer one fires after 1 ms. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 

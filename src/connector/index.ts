@@ -1,12 +1,6 @@
 import { Registry } from 'prom-client';
 import type { ConnectorConfig } from '../config/index.ts';
-import {
-  createKafkaClient,
-  createSchemaRegistry,
-  type KafkaClient,
-  retriedAtStartUp,
-  type TopicSpec,
-} from '../kafka/index.ts';
+import { createKafkaClient, createSchemaRegistry, type KafkaClient, type TopicSpec } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
 import { createOpsServer } from '../observability/http-server.ts';
 import { type StartOptions, type StartUpSteps, startUp } from '../start-up.ts';
@@ -48,6 +42,48 @@ export interface RunningConnector {
   stop(): Promise<void>;
 }
 
+/** The largest records the connector's topics take, as provisioned. */
+interface TopicLimits {
+  eventMaxBytes: number;
+  dlqMaxBytes: number;
+  /** Undefined with a compression codec: the broker judges a compressed cursor record. */
+  cursorMaxBytes: number | undefined;
+}
+
+/** Provisions the connector's topics and reads their limits, through an admin client of its own. */
+async function provisioned(
+  kafka: KafkaClient,
+  config: ConnectorConfig,
+  step: StartUpSteps['step'],
+  signal: AbortSignal | undefined,
+): Promise<TopicLimits> {
+  const admin = await kafka.admin({ signal });
+  try {
+    await step('provisioning the topics', admin.provisionTopics(connectorTopics(config)));
+    // Checked uncompressed whatever the codec: a row whose event does not fit goes to the DLQ, cut
+    // down there if it must be, rather than failing its page's transaction at every restart.
+    const eventMaxBytes = await step(
+      "reading the alerts topic's max.message.bytes",
+      admin.maxMessageBytes(config.topics.alertsTopic),
+    );
+    const dlqMaxBytes = await step(
+      "reading the alerts DLQ topic's max.message.bytes",
+      admin.maxMessageBytes(config.topics.alertsDlqTopic),
+    );
+    // A compressed batch's size is known only once kafkajs compressed it: the broker judges those.
+    const cursorMaxBytes =
+      (config.kafka.compression ?? 'none') === 'none'
+        ? await step(
+            "reading the offsets topic's max.message.bytes",
+            admin.maxMessageBytes(config.topics.offsetsTopic),
+          )
+        : undefined;
+    return { eventMaxBytes, dlqMaxBytes, cursorMaxBytes };
+  } finally {
+    await admin.close();
+  }
+}
+
 /**
  * Wires the connector: provisioning, schemas, API client, Kafka sessions, metrics and ops endpoints.
  * `signal` ends start-up at once (AbortedError), what it had created released; once started, stop().
@@ -57,51 +93,42 @@ export async function startConnector(
   logger: Logger,
   { signal }: StartOptions = {},
 ): Promise<RunningConnector> {
-  return startUp(signal, (steps) => wire(config, logger, steps));
+  return startUp(signal, (steps) => wire(config, logger, steps), {
+    logger: logger.child({ component: 'connector' }),
+  });
 }
 
 /** startConnector's steps: each one the stop signal ends, or taking it. */
 async function wire(
   config: ConnectorConfig,
   logger: Logger,
-  { signal, step, created }: StartUpSteps,
+  { signal, step, created, outlasting, readiness }: StartUpSteps,
 ): Promise<RunningConnector> {
   const log = logger.child({ component: 'connector' });
-  const kafka: KafkaClient = createKafkaClient({ config: config.kafka, logger });
-  const admin = await kafka.admin({ signal });
-  let cursorMaxBytes: number | undefined;
-  let eventMaxBytes: number;
-  let dlqMaxBytes: number;
-  try {
-    await step('provisioning the topics', admin.provisionTopics(connectorTopics(config)));
-    // Checked uncompressed whatever the codec: a row whose event does not fit goes to the DLQ, cut
-    // down there if it must be, rather than failing its page's transaction at every restart.
-    eventMaxBytes = await step(
-      "reading the alerts topic's max.message.bytes",
-      admin.maxMessageBytes(config.topics.alertsTopic),
-    );
-    dlqMaxBytes = await step(
-      "reading the alerts DLQ topic's max.message.bytes",
-      admin.maxMessageBytes(config.topics.alertsDlqTopic),
-    );
-    // A compressed batch's size is known only once kafkajs compressed it: the broker judges those.
-    if ((config.kafka.compression ?? 'none') === 'none') {
-      cursorMaxBytes = await step(
-        "reading the offsets topic's max.message.bytes",
-        admin.maxMessageBytes(config.topics.offsetsTopic),
-      );
-    }
-  } finally {
-    await admin.close();
-  }
-  const schemaRegistry = createSchemaRegistry(config.registry);
-  const encoders = await retriedAtStartUp(
-    () => registerAlertSchemas(schemaRegistry, config.topics.alertsTopic),
-    log,
-    signal,
-  );
   const registry = new Registry();
   const metrics = createConnectorMetrics(registry);
+  // Up first: /readyz says what start-up waits for while the broker or the registry is away.
+  let wired: Connector | undefined;
+  const ops = createOpsServer({
+    host: config.http.host,
+    port: config.http.port,
+    registry,
+    healthy: () => metrics.state !== 'stopped',
+    ready: () => wired?.ready() ?? readiness(),
+    logger: log,
+  });
+  created(ops, (o) => o.stop());
+  const { url } = await step('starting the ops server', ops.start());
+  const kafka: KafkaClient = createKafkaClient({ config: config.kafka, logger });
+  const { eventMaxBytes, dlqMaxBytes, cursorMaxBytes } = await outlasting(
+    'provisioning the topics',
+    'Kafka',
+    () => provisioned(kafka, config, step, signal),
+  );
+  const schemaRegistry = createSchemaRegistry(config.registry);
+  const encoders = await outlasting('registering the alert schemas', 'the schema registry', () =>
+    registerAlertSchemas(schemaRegistry, config.topics.alertsTopic),
+  );
   const pages = workerPageSource({
     api: {
       baseUrl: config.api.baseUrl,
@@ -145,16 +172,7 @@ async function wire(
     metrics,
     logger: log,
   });
-  const ops = createOpsServer({
-    host: config.http.host,
-    port: config.http.port,
-    registry,
-    healthy: () => metrics.state !== 'stopped',
-    ready: () => connector.ready(),
-    logger: log,
-  });
-  created(ops, (o) => o.stop());
-  const { url } = await step('starting the ops server', ops.start());
+  wired = connector;
   log.info(
     { ops: url, alertsTopic: config.topics.alertsTopic, connector: config.connector.name },
     'connector starting',

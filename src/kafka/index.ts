@@ -14,7 +14,6 @@ export {
   type Encoder,
   fullName,
   type RegistryCompatibility,
-  retriedAtStartUp,
   type SchemaRegistryClient,
   type SchemaRegistryOptions,
   subjectFor,

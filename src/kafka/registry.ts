@@ -5,8 +5,6 @@ import type avro from 'avsc';
 import { LRUCache } from 'lru-cache';
 import type { RegistryConfig } from '../config/index.ts';
 import { DecodeError, SchemaRegistryError } from '../errors.ts';
-import type { Logger } from '../logger.ts';
-import { retry, unlessAborted } from '../retry.ts';
 import {
   type AvroSchemaJson,
   avroEncoder,
@@ -131,30 +129,6 @@ function checkedAvro(schemaId: number, found: unknown): void {
   if (schemaType !== 'AVRO') {
     throw new DecodeError(`schema id ${schemaId} is a ${String(schemaType)} schema, not an Avro one`);
   }
-}
-
-/**
- * Runs a start-up step that asks the registry (the schemas a component writes, registered before it
- * starts), again while the registry fails retriably: unreachable, answering 5xx, 408 or 429 past the
- * client's own retries, or silent for REGISTRY_TIMEOUT_MS (restarting, or slow under load).
- * defaultRetryPolicy: 5 more attempts over ~6 s of backoff; a failure after them, or one not
- * retriable (refused credentials, a schema refused), ends the start-up as before. `signal` (a stop
- * request) ends it at once with AbortedError, also within an attempt: the client's own retries and
- * its 10 s timeout cannot be cut, and the attempt runs on, unobserved, until they end.
- */
-export function retriedAtStartUp<T>(
-  step: () => Promise<T>,
-  logger: Pick<Logger, 'warn'>,
-  signal?: AbortSignal,
-): Promise<T> {
-  return retry(() => unlessAborted(step(), signal, 'a schema registry call at start-up'), {
-    ...(signal && { signal }),
-    onRetry: ({ attempt, delayMs, error }) =>
-      logger.warn(
-        { err: error, attempt, delayMs },
-        'the schema registry failed during start-up; trying again',
-      ),
-  });
 }
 
 /**

@@ -217,9 +217,14 @@ export async function restartKafka(options: KafkaLaunch, node: KafkaNode): Promi
   return { ...node, pid, logFile };
 }
 
-/** Formats a fresh KRaft log dir and starts one combined broker+controller on loopback. */
-export async function startKafka(options: KafkaLaunch & { logger?: Logger }): Promise<KafkaNode> {
-  const [port, controllerPort] = [await freePort(), await freePort()];
+/**
+ * Formats a fresh KRaft log dir and starts one combined broker+controller on loopback, its client
+ * listener on `port` if given (a free one otherwise).
+ */
+export async function startKafka(
+  options: KafkaLaunch & { logger?: Logger; port?: number },
+): Promise<KafkaNode> {
+  const [port, controllerPort] = [options.port ?? (await freePort()), await freePort()];
   const brokers = `127.0.0.1:${port}`;
   const { pid, logFile } = await launchKafka(
     options,

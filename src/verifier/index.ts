@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache';
 import { Registry } from 'prom-client';
 import { createApiClient } from '../api/index.ts';
 import type { VerifierConfig } from '../config/index.ts';
-import { createKafkaClient, createSchemaRegistry, type Encoder, retriedAtStartUp } from '../kafka/index.ts';
+import { createKafkaClient, createSchemaRegistry, type Encoder } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
 import { createOpsServer } from '../observability/http-server.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
@@ -11,7 +11,7 @@ import { type StartOptions, type StartUpSteps, startUp } from '../start-up.ts';
 import { createVerifierMetrics } from './metrics.ts';
 import { cachedPartitionCounts } from './partition-counts.ts';
 import type { VerificationResult } from './reply.ts';
-import { createVerifier } from './verifier.ts';
+import { createVerifier, type Verifier } from './verifier.ts';
 
 /** How long a reply topic's partition count is trusted before it is read again. */
 const PARTITION_COUNT_TTL_MS = 60_000;
@@ -55,7 +55,9 @@ export async function startVerifier(
   logger: Logger,
   { instanceId = hostname(), signal }: StartVerifierOptions = {},
 ): Promise<RunningVerifier> {
-  return startUp(signal, (steps) => wire(config, logger, instanceId, steps));
+  return startUp(signal, (steps) => wire(config, logger, instanceId, steps), {
+    logger: logger.child({ component: 'verifier' }),
+  });
 }
 
 /** startVerifier's steps: each one the stop signal ends, or taking it. */
@@ -63,14 +65,30 @@ async function wire(
   config: VerifierConfig,
   logger: Logger,
   instanceId: string,
-  { signal, step, created }: StartUpSteps,
+  { signal, step, created, outlasting, readiness }: StartUpSteps,
 ): Promise<RunningVerifier> {
   const log = logger.child({ component: 'verifier' });
   const v = config.verifier;
+  const metricsRegistry = new Registry();
+  const metrics = createVerifierMetrics(metricsRegistry);
+  // Up first: /readyz says what start-up waits for while the broker or the registry is away.
+  let wired: Verifier | undefined;
+  const ops = createOpsServer({
+    host: config.http.host,
+    port: config.http.port,
+    registry: metricsRegistry,
+    healthy: () => wired?.healthy() ?? true,
+    ready: () => wired?.ready() ?? readiness(),
+    logger: log,
+  });
+  created(ops, (o) => o.stop());
+  const { url } = await step('starting the ops server', ops.start());
   const kafka = createKafkaClient({ config: config.kafka, logger });
-  const admin = created(await kafka.admin({ signal }), (a) => a.close());
-  await step(
-    'provisioning the topics',
+  const admin = created(
+    await outlasting('connecting to Kafka', 'Kafka', () => kafka.admin({ signal })),
+    (a) => a.close(),
+  );
+  await outlasting('provisioning the topics', 'Kafka', () =>
     admin.provisionTopics([
       {
         topic: v.requestsTopic,
@@ -91,16 +109,14 @@ async function wire(
   // fits (DLQ copies go with KAFKA_COMPRESSION's codec, none by default). Never less than the
   // broker's default: several copies share one record batch of up to ~900 kB (MAX_SEND_BYTES). At
   // most Kafka's int32 limit.
-  const requestsMaxBytes = await step(
-    "reading the requests topic's max.message.bytes",
+  const requestsMaxBytes = await outlasting("reading the requests topic's max.message.bytes", 'Kafka', () =>
     admin.maxMessageBytes(v.requestsTopic),
   );
   const wantedDlqBytes = Math.min(
     Math.max(requestsMaxBytes + DLQ_HEADROOM_BYTES, BROKER_DEFAULT_MAX_MESSAGE_BYTES),
     INT32_MAX,
   );
-  await step(
-    'provisioning the DLQ topic',
+  await outlasting('provisioning the DLQ topic', 'Kafka', () =>
     admin.provisionTopics([
       {
         topic: v.dlqTopic,
@@ -111,8 +127,7 @@ async function wire(
       },
     ]),
   );
-  const dlqMaxBytes = await step(
-    "reading the DLQ topic's max.message.bytes",
+  const dlqMaxBytes = await outlasting("reading the DLQ topic's max.message.bytes", 'Kafka', () =>
     admin.maxMessageBytes(v.dlqTopic),
   );
   if (dlqMaxBytes < wantedDlqBytes) {
@@ -123,14 +138,14 @@ async function wire(
     );
   }
   const registry = createSchemaRegistry(config.registry);
-  await retriedAtStartUp(
-    () => registry.encoder(v.requestsTopic, loadSchema(SchemaNames.VerificationRequest)),
-    log,
-    signal,
+  await outlasting('registering the request schema', 'the schema registry', () =>
+    registry.encoder(v.requestsTopic, loadSchema(SchemaNames.VerificationRequest)),
   );
   const encoderOf = (topic: string) =>
     registry.encoder<VerificationResult>(topic, loadSchema(SchemaNames.VerificationResult));
-  const defaultEncoder = await retriedAtStartUp(() => encoderOf(v.repliesTopic), log, signal);
+  const defaultEncoder = await outlasting('registering the reply schema', 'the schema registry', () =>
+    encoderOf(v.repliesTopic),
+  );
   const encoders = new LRUCache<string, Promise<Encoder<VerificationResult>>>({
     max: REPLY_ENCODER_CACHE_MAX,
   });
@@ -159,8 +174,6 @@ async function wire(
     sandboxUpstream: config.allowSandboxUpstream ? 'allow' : 'refuse',
   });
   created(api, (a) => a.close());
-  const metricsRegistry = new Registry();
-  const metrics = createVerifierMetrics(metricsRegistry);
   const verifier = createVerifier({
     config: v,
     api,
@@ -175,18 +188,9 @@ async function wire(
     kafka,
     transactionalId: `${v.groupId}.verifier.${instanceId}`,
   });
-  const ops = createOpsServer({
-    host: config.http.host,
-    port: config.http.port,
-    registry: metricsRegistry,
-    healthy: () => verifier.healthy(),
-    ready: () => verifier.ready(),
-    logger: log,
-  });
-  created(ops, (o) => o.stop());
-  const { url } = await step('starting the ops server', ops.start());
+  wired = verifier;
   // Closes what it has opened before it rejects.
-  await verifier.start(signal);
+  await outlasting('joining the consumer group', 'Kafka', () => verifier.start(signal));
   const done = verifier.done.finally(async () => {
     await ops.stop();
     await api.close();

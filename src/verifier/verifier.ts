@@ -2,7 +2,7 @@ import { AbortedError, ErrorCodes, findError } from '../errors.ts';
 import type { ConsumedBatch, KafkaClient, OutgoingRecord, TransactionalProducer } from '../kafka/index.ts';
 import { recordBytes } from '../kafka/records.ts';
 import type { Logger } from '../logger.ts';
-import { backoffDelay, type RetryPolicy, settledWithin, sleep } from '../retry.ts';
+import { backoffDelay, OUTAGE_RETRY_POLICY, type RetryPolicy, settledWithin, sleep } from '../retry.ts';
 import { GroupCommit } from './group-commit.ts';
 import { type HandlerDeps, handleRequest } from './handle.ts';
 import { HELD_REPLY_LIMITS, HeldReplies, type HeldReplyLimits } from './held-replies.ts';
@@ -68,17 +68,8 @@ export interface Verifier {
   healthy(): boolean;
 }
 
-/**
- * The backoff between restarts of the Kafka session after a failure: 1 s, doubling up to 30 s,
- * each wait randomised by half so that the instances of a fleet do not all come back at once.
- */
-export const SESSION_RESTART_POLICY: Readonly<RetryPolicy> = Object.freeze({
-  retries: Number.POSITIVE_INFINITY,
-  initialDelayMs: 1000,
-  maxDelayMs: 30_000,
-  factor: 2,
-  jitter: 0.5,
-});
+/** The backoff between restarts of the Kafka session after a failure: an outage's (1 s to 30 s). */
+export const SESSION_RESTART_POLICY: Readonly<RetryPolicy> = OUTAGE_RETRY_POLICY;
 
 /**
  * A session joined this long without failing counts as healthy: the next failure starts the

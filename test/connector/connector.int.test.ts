@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { type IncomingRecord, subjectFor } from '../../src/kafka/index.ts';
-import { REGISTRY_CLIENT_RETRIES } from '../../src/kafka/registry.ts';
+import { createKafkaClient, type IncomingRecord, subjectFor } from '../../src/kafka/index.ts';
+import { silentLogger } from '../../src/logger.ts';
 import { MALFORMED_KINDS, OVERSIZED_ROW_BYTES, OVERSIZED_ROW_DEPTH } from '../../src/sandbox/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
+import { freePort } from '../../src/stack/services.ts';
+import { START_UP_RETRY_MESSAGE } from '../../src/start-up.ts';
+import { dedicatedBroker } from '../helpers/broker.ts';
 import { expectStartUpStopped } from '../helpers/cli.ts';
 import { collect } from '../helpers/kafka.ts';
 import { registryProxy } from '../helpers/registry.ts';
@@ -31,23 +34,58 @@ describe('connector against the sandbox, a real broker and a real registry', () 
   });
 
   // A registration cut off (a registry restarting) or timed out (one slow under load) ended the
-  // start-up with exit 1.
-  it('waits out a registry that fails its first registrations at start-up, then starts', async () => {
+  // start-up with exit 1 once a few retries were spent.
+  it('waits out a registry that fails at start-up for longer than any fixed number of retries, not ready meanwhile, then starts', async () => {
     const h = await connectorHarness({ alerts: 20 });
-    const subject = subjectFor(h.env.ALERTS_TOPIC, loadSchema(SchemaNames.AlertUpserted));
-    // One call more than the client asks again by itself.
-    const drop = REGISTRY_CLIENT_RETRIES + 1;
-    const registry = await registryProxy(h.env.SCHEMA_REGISTRY_URL, subject, { drop });
-    const connector = h.start({ SCHEMA_REGISTRY_URL: registry.url });
-    const retry = await connector.logLine(
-      (l) => l.msg === 'the schema registry failed during start-up; trying again',
-    );
-    expect(retry.attempt).toBe(1);
+    const registry = await registryProxy(h.env.SCHEMA_REGISTRY_URL, '/subjects/');
+    registry.outage(true);
+    const opsPort = await freePort();
+    const connector = h.start({ SCHEMA_REGISTRY_URL: registry.url, HTTP_PORT: String(opsPort) });
+    const retried = (l: Record<string, unknown>) =>
+      l.msg === START_UP_RETRY_MESSAGE && l.waitingFor === 'the schema registry';
+    // Five retries: at least 7.5 s of backoff (1, 2, 4 and 8 s, each at least halved) behind them.
+    const first = await connector.logLine(retried);
+    expect(first).toMatchObject({ retries: 1, step: 'registering the alert schemas' });
+    for (let i = 1; i < 5; i++) await connector.logLine(retried);
+    const readyz = await fetch(`http://127.0.0.1:${opsPort}/readyz`);
+    expect(await readyz.json()).toEqual({
+      ready: false,
+      reason: 'starting: waiting for the schema registry',
+    });
+    expect((await fetch(`http://127.0.0.1:${opsPort}/healthz`)).status).toBe(200);
+    registry.outage(false);
     await connector.logLine(ready);
     expect((await h.converged()).length).toBe(20);
     connector.child.kill('SIGTERM');
     expect(await connector.exited).toBe(0);
   });
+
+  // The connector exited 1 once kafkajs gave up connecting, and restarted into a crash loop.
+  it('waits at start-up for a broker that comes up only after several retries, then publishes the feed, never exiting', async () => {
+    const h = await connectorHarness({ alerts: 20 });
+    const [kafkaPort, opsPort] = [await freePort(), await freePort()];
+    const brokers = `127.0.0.1:${kafkaPort}`;
+    const connector = h.start({ KAFKA_BROKERS: brokers, HTTP_PORT: String(opsPort) });
+    const waitingForKafka = (l: Record<string, unknown>) =>
+      l.msg === START_UP_RETRY_MESSAGE && l.waitingFor === 'Kafka';
+    await connector.logLine(waitingForKafka, 120_000);
+    const readyz = await fetch(`http://127.0.0.1:${opsPort}/readyz`);
+    expect(await readyz.json()).toEqual({ ready: false, reason: 'starting: waiting for Kafka' });
+    expect((await fetch(`http://127.0.0.1:${opsPort}/healthz`)).status).toBe(200);
+    await connector.logLine(waitingForKafka, 120_000);
+    await dedicatedBroker({ port: kafkaPort });
+    await connector.logLine(ready, 120_000);
+    const kafka = createKafkaClient({
+      config: { brokers: [brokers], clientId: 'late-broker-test', ssl: false },
+      logger: silentLogger(),
+    });
+    const events = await collect(kafka, h.env.ALERTS_TOPIC);
+    await events.until((r) => r.length >= 20, 60_000);
+    expect(new Set(events.records.map((r) => r.key?.toString())).size).toBe(20);
+    expect(connector.child.exitCode).toBeNull();
+    connector.child.kill('SIGTERM');
+    expect(await connector.exited).toBe(0);
+  }, 300_000);
 
   // Start-up ignored the stop request: the process exited only after the 5 s start-up grace, the
   // registry asked again after the backoff (an unreachable broker: test/cli/connector.test.ts).
@@ -58,7 +96,7 @@ describe('connector against the sandbox, a real broker and a real registry', () 
       drop: Number.POSITIVE_INFINITY,
     });
     const connector = h.start({ SCHEMA_REGISTRY_URL: registry.url });
-    await connector.logLine((l) => l.msg === 'the schema registry failed during start-up; trying again');
+    await connector.logLine((l) => l.msg === START_UP_RETRY_MESSAGE);
     connector.child.kill('SIGTERM');
     await expectStartUpStopped(connector);
   });

@@ -11,14 +11,15 @@ import { type KafkaNode, restartKafka, startKafka } from '../../src/stack/servic
 /**
  * A Kafka broker of the test's own, on free ports in a fresh directory, for a test that stops it:
  * never the shared one. `kill()` ends it with SIGKILL; `restart()` starts it again on the same ports
- * with the same data. Stopped and removed when the test ends.
+ * with the same data. Stopped and removed when the test ends. With `port`, it listens there: a
+ * component can be pointed at it before it comes up.
  */
-export async function dedicatedBroker() {
+export async function dedicatedBroker({ port }: { port?: number } = {}) {
   const java = (await requireJava(17, 'Kafka')).java;
   const libs = await ensureKafka(silentLogger());
   const dir = mkdtempSync(join(tmpdir(), 'fraudlink-broker-'));
   const options = { java, libs, dir, ownerPid: process.pid };
-  let node: KafkaNode = await startKafka(options);
+  let node: KafkaNode = await startKafka({ ...options, ...(port !== undefined && { port }) });
   onTestFinished(async () => {
     await stopProcess(node.pid);
     rmSync(dir, { recursive: true, force: true });

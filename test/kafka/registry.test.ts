@@ -3,9 +3,10 @@ import { createServer as createHttpServer, type Server as HttpServer } from 'nod
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AbortedError, DecodeError, isRetriable, SchemaRegistryError } from '../../src/errors.ts';
-import { createSchemaRegistry, REGISTRY_TIMEOUT_MS, retriedAtStartUp } from '../../src/kafka/registry.ts';
+import { createSchemaRegistry, REGISTRY_TIMEOUT_MS } from '../../src/kafka/registry.ts';
 import { isSchemaRefusal } from '../../src/kafka/registry-errors.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
+import { startUp } from '../../src/start-up.ts';
 
 /**
  * A registry that accepts connections and then never answers (or answers only `partial`);
@@ -113,18 +114,21 @@ describe('schema registry client against a registry that never answers', () => {
   );
 });
 
-// A SIGTERM during start-up waited for these: a call the registry never answered (its 10 s timeout)
-// and five more attempts with ~6 s of backoff, before the start-up could end.
-describe('retriedAtStartUp', () => {
+// A SIGTERM during start-up must not wait for a call the registry never answers (its 10 s timeout),
+// nor for the backoff of a start-up waiting out a registry outage.
+describe('a start-up step waiting out a registry outage', () => {
   it('ends at once with AbortedError when the signal aborts during a call the registry never answers', async () => {
     const stuck = await stuckRegistry();
     const registry = createSchemaRegistry({ url: stuck.url });
     const stop = new AbortController();
     const warnings: unknown[] = [];
-    const registering = retriedAtStartUp(
-      () => registry.register('alerts', loadSchema(SchemaNames.AlertUpserted)),
-      { warn: (details: unknown) => warnings.push(details) },
+    const registering = startUp(
       stop.signal,
+      ({ outlasting }) =>
+        outlasting('registering the alert schemas', 'the schema registry', () =>
+          registry.register('alerts', loadSchema(SchemaNames.AlertUpserted)),
+        ),
+      { logger: { warn: (details: unknown) => warnings.push(details) } },
     );
     await stuck.connected;
     stop.abort(new AbortedError('SIGTERM during start-up'));
@@ -137,14 +141,15 @@ describe('retriedAtStartUp', () => {
   it('stops waiting its backoff when the signal aborts, trying no more', async () => {
     const stop = new AbortController();
     let attempts = 0;
-    const registering = retriedAtStartUp(
-      async () => {
-        attempts++;
-        throw new SchemaRegistryError('registry unreachable', { retriable: true });
-      },
-      // Logged as the backoff begins.
-      { warn: () => stop.abort(new AbortedError('SIGTERM during start-up')) },
+    const registering = startUp(
       stop.signal,
+      ({ outlasting }) =>
+        outlasting('registering the alert schemas', 'the schema registry', async () => {
+          attempts++;
+          throw new SchemaRegistryError('registry unreachable', { retriable: true });
+        }),
+      // Logged as the backoff begins.
+      { logger: { warn: () => stop.abort(new AbortedError('SIGTERM during start-up')) } },
     );
     await expect(registering).rejects.toBeInstanceOf(AbortedError);
     expect(attempts).toBe(1);

@@ -3,6 +3,7 @@ import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { createKafkaClient, type IncomingRecord, type Producer } from '../../src/kafka/index.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { freePort } from '../../src/stack/services.ts';
+import { START_UP_RETRY_MESSAGE, type StartUpDependency } from '../../src/start-up.ts';
 import { dedicatedBroker } from '../helpers/broker.ts';
 import { collect } from '../helpers/kafka.ts';
 import { registryProxy } from '../helpers/registry.ts';
@@ -10,6 +11,8 @@ import { verifierHarness } from './harness.ts';
 
 const IBAN = 'DE89370400440532013000';
 const ready = (l: Record<string, unknown>) => l.msg === 'verifier started';
+const retriedAtStartUp = (dependency: StartUpDependency) => (l: Record<string, unknown>) =>
+  l.msg === START_UP_RETRY_MESSAGE && l.waitingFor === dependency;
 const restarting = (l: Record<string, unknown>) =>
   l.msg === 'the Kafka session failed; restarting it after a backoff';
 
@@ -178,5 +181,63 @@ describe('verifier outages and memory bounds', () => {
     expect(verifier.stderr()).toContain('partitions paused');
     expect(keysOf(replies.records)).toContain('slow');
     expect(new Set(keysOf(replies.records)).size).toBe(flood + 1);
+  }, 180_000);
+});
+
+describe('verifier start-up during an outage', () => {
+  it('waits for a broker that comes up only after several start-up retries, then answers a request, never exiting', async () => {
+    const h = await verifierHarness();
+    const [kafkaPort, opsPort] = [await freePort(), await freePort()];
+    const brokers = `127.0.0.1:${kafkaPort}`;
+    const opsUrl = `http://127.0.0.1:${opsPort}`;
+    const verifier = h.start('late-broker', { KAFKA_BROKERS: brokers, HTTP_PORT: String(opsPort) });
+    await verifier.logLine(retriedAtStartUp('Kafka'), 120_000);
+    expect(await readiness(opsUrl)).toEqual({ ready: false, reason: 'starting: waiting for Kafka' });
+    expect((await fetch(`${opsUrl}/healthz`)).status).toBe(200);
+    await verifier.logLine(retriedAtStartUp('Kafka'), 120_000);
+    await dedicatedBroker({ port: kafkaPort });
+    await verifier.logLine(ready, 120_000);
+    const kafka = createKafkaClient({
+      config: { brokers: [brokers], clientId: 'late-broker-test', ssl: false },
+      logger: silentLogger(),
+    });
+    const replies = await collect(kafka, h.config.verifier.repliesTopic);
+    const producer = await kafka.producer();
+    onTestFinished(() => producer.close().catch(() => {}));
+    await producer.send([jsonRequest(h.config.verifier.requestsTopic, 'after-the-outage')]);
+    await replies.until((r) => r.length >= 1, 60_000);
+    expect(keysOf(replies.records)).toEqual(['after-the-outage']);
+    expect(verifier.child.exitCode).toBeNull();
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
+  }, 300_000);
+
+  it('waits for a schema registry that fails at start for longer than any fixed number of retries, then starts and answers', async () => {
+    const h = await verifierHarness();
+    const registry = await registryProxy(h.env.SCHEMA_REGISTRY_URL, '/subjects/');
+    registry.outage(true);
+    const opsPort = await freePort();
+    const opsUrl = `http://127.0.0.1:${opsPort}`;
+    const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
+    const verifier = h.start('late-registry', {
+      SCHEMA_REGISTRY_URL: registry.url,
+      HTTP_PORT: String(opsPort),
+    });
+    // Five retries: at least 7.5 s of backoff (1, 2, 4 and 8 s, each at least halved) behind them.
+    for (let i = 0; i < 5; i++) await verifier.logLine(retriedAtStartUp('the schema registry'));
+    expect(await readiness(opsUrl)).toEqual({
+      ready: false,
+      reason: 'starting: waiting for the schema registry',
+    });
+    expect((await fetch(`${opsUrl}/healthz`)).status).toBe(200);
+    registry.outage(false);
+    await verifier.logLine(ready);
+    const producer = await h.kafka.producer();
+    onTestFinished(() => producer.close());
+    await producer.send([jsonRequest(h.config.verifier.requestsTopic, 'after-the-registry-outage')]);
+    await replies.until((r) => r.length >= 1);
+    expect(keysOf(replies.records)).toEqual(['after-the-registry-outage']);
+    verifier.child.kill('SIGTERM');
+    expect(await verifier.exited).toBe(0);
   }, 180_000);
 });

@@ -7,6 +7,7 @@ import { REGISTRY_CLIENT_RETRIES } from '../../src/kafka/registry.ts';
 import { frame } from '../../src/kafka/wire-format.ts';
 import type { SandboxOptions } from '../../src/sandbox/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
+import { START_UP_RETRY_MESSAGE } from '../../src/start-up.ts';
 import { sendJson, serve } from '../api/servers.ts';
 import { expectStartUpStopped, runCli } from '../helpers/cli.ts';
 import { collect, denyTopic } from '../helpers/kafka.ts';
@@ -216,9 +217,9 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     const registry = await registryProxy(h.env.SCHEMA_REGISTRY_URL, subject, { drop });
     const verifier = h.start('one', { SCHEMA_REGISTRY_URL: registry.url });
     const retry = await verifier.logLine(
-      (l) => l.msg === 'the schema registry failed during start-up; trying again',
+      (l) => l.msg === START_UP_RETRY_MESSAGE && l.waitingFor === 'the schema registry',
     );
-    expect(retry.attempt).toBe(1);
+    expect(retry.retries).toBe(1);
     await verifier.logLine(ready);
     verifier.child.kill('SIGTERM');
     expect(await verifier.exited).toBe(0);
