@@ -4,8 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { request } from 'undici';
 import { loadVerifierConfig } from '../src/config/index.ts';
+import { createVerificationClient } from '../src/requester/index.ts';
 import { holderNameFor } from '../src/sandbox/index.ts';
-import { createVerificationClient } from '../src/verifier/index.ts';
 import { benchStack, cli, cpuDuring, fmt, freePort, median, metric, percentile, until } from './common.ts';
 import { countEnv } from './env.ts';
 

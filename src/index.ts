@@ -10,6 +10,11 @@ export {
   replayAlerts,
 } from './replay/index.ts';
 export {
+  createVerificationClient,
+  type VerificationClient,
+  type VerificationClientConfig,
+} from './requester/index.ts';
+export {
   type AlertList,
   type AlertTable,
   type AlertTableConfig,
@@ -21,9 +26,4 @@ export {
   startTableService,
   type TableStatus,
 } from './table/index.ts';
-export {
-  createVerificationClient,
-  type VerificationClient,
-  type VerificationClientConfig,
-  type VerificationResult,
-} from './verifier/index.ts';
+export type { VerificationResult } from './verifier/index.ts';

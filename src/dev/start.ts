@@ -11,11 +11,12 @@ import pino from 'pino';
 import { loadConnectorConfig, loadTableConfig, loadVerifierConfig } from '../config/index.ts';
 import { startConnector } from '../connector/index.ts';
 import { createLogger } from '../logger.ts';
+import { createVerificationClient } from '../requester/index.ts';
 import { createSandbox } from '../sandbox/index.ts';
 import { cacheDir } from '../stack/paths.ts';
 import { findRunningStack, startStack } from '../stack/stack.ts';
 import { startTableService } from '../table/index.ts';
-import { createVerificationClient, startVerifier } from '../verifier/index.ts';
+import { startVerifier } from '../verifier/index.ts';
 import { lookUpOneAlert, renderStatus, type Snapshot, scrape } from './status.ts';
 
 const logDir = join(cacheDir(), '..', 'dev');

@@ -27,11 +27,6 @@ const INT32_MAX = 2 ** 31 - 1;
  */
 export const REPLY_ENCODER_CACHE_MAX = 1000;
 
-export {
-  createVerificationClient,
-  type VerificationClient,
-  type VerificationClientConfig,
-} from './client.ts';
 export type { VerificationResult } from './reply.ts';
 
 export interface RunningVerifier {

@@ -1,9 +1,9 @@
 import { onTestFinished } from 'vitest';
 import { loadVerifierConfig } from '../../src/config/index.ts';
 import type { IncomingRecord } from '../../src/kafka/index.ts';
+import { createVerificationClient } from '../../src/requester/index.ts';
 import { createSandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
-import { createVerificationClient } from '../../src/verifier/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { collect, testClients } from '../helpers/kafka.ts';
 import { stackEnv, uniqueName } from '../helpers/stack.ts';

@@ -13,8 +13,8 @@ import {
 } from '../kafka/index.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
-import { asVerificationResult, fromJson, type VerificationResult } from './reply.ts';
-import { formatOf, type VerificationRequest } from './request.ts';
+import { asVerificationResult, fromJson, type VerificationResult } from '../verifier/reply.ts';
+import { formatOf, type VerificationRequest } from '../verifier/request.ts';
 
 export interface VerificationClientConfig {
   kafka: KafkaConfig;

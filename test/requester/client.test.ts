@@ -8,7 +8,7 @@ import {
   TimeoutError,
 } from '../../src/errors.ts';
 import type { GroupConsumerOptions, IncomingRecord, OutgoingRecord } from '../../src/kafka/index.ts';
-import { createVerificationClient } from '../../src/verifier/client.ts';
+import { createVerificationClient } from '../../src/requester/client.ts';
 
 // The requester client on a stand-in Kafka client and registry; test/verifier/verifier.int.test.ts
 // runs it against a real broker, registry and verifier.

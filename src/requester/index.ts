@@ -1,0 +1,5 @@
+export {
+  createVerificationClient,
+  type VerificationClient,
+  type VerificationClientConfig,
+} from './client.ts';
