@@ -280,8 +280,14 @@ export async function openAlertTable(
     if (!isValidNormalizedIban(iban)) return { iban: raw, alert: null, invalid: true };
     return { iban: raw, alert: store.get(iban) ?? null };
   };
+  // Bound once: a labelled inc() hashes its labels at every call.
+  const lookupsBy = {
+    hit: metrics.lookups.labels({ result: 'hit' }),
+    miss: metrics.lookups.labels({ result: 'miss' }),
+    invalid: metrics.lookups.labels({ result: 'invalid' }),
+  };
   const count = (result: LookupResult) =>
-    metrics.lookups.inc({ result: result.invalid ? 'invalid' : result.alert ? 'hit' : 'miss' });
+    (result.invalid ? lookupsBy.invalid : result.alert ? lookupsBy.hit : lookupsBy.miss).inc();
 
   return {
     get(iban) {
