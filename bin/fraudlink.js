@@ -4,7 +4,7 @@
 // TypeError that names neither Node nor the version needed.
 // The signal keeper comes next, and the CLI is loaded only then: as PID 1 in the image, a SIGTERM
 // while the CLI loads (a few hundred ms) would otherwise be dropped (src/cli/signals.ts).
-// The connector's heap bound comes before the CLI too: V8 takes it up at a full collection, and
+// The connector's and the table's heap bound comes before the CLI too: V8 takes it up at a full collection, and
 // loading the CLI runs the first one (src/connector/heap.ts).
 const NEEDED = [22, 19];
 const found = process.versions.node.split('.').map(Number);
@@ -20,7 +20,7 @@ const { keepStopSignals } = await import('../dist/cli/signals.js');
 const { boundHeapGrowth } = await import('../dist/connector/heap.js');
 
 keepStopSignals();
-if (process.argv[2] === 'connector') boundHeapGrowth();
+if (process.argv[2] === 'connector' || process.argv[2] === 'table') boundHeapGrowth();
 const { exitWith, main } = await import('../dist/cli/main.js');
 
 main(process.argv).then(exitWith, (err) => {

@@ -113,6 +113,9 @@ function listQueryOf(params: URLSearchParams): ListQuery {
   return query;
 }
 
+const NOT_AN_IBAN = { code: 'INVALID_IBAN', message: 'not an IBAN' };
+const NO_ACTIVE_ALERT = { code: 'NO_ACTIVE_ALERT', message: 'this IBAN has no active alert' };
+
 function send(
   res: ServerResponse,
   status: number,
@@ -130,20 +133,29 @@ function send(
  * 4xx; a failure of the handler itself is answered 500 and logged: no request stops the service.
  */
 export function tableRoutes({ table, apiKeys, logger }: TableRoutesOptions): Route {
+  // The instant changes at each commit, not at each request: its text is made once per value.
+  let updatedAtText = { at: undefined as number | undefined, text: 'never' };
+  const updatedAtHeader = (at: number | undefined) => {
+    if (at !== updatedAtText.at)
+      updatedAtText = { at, text: at === undefined ? 'never' : new Date(at).toISOString() };
+    return updatedAtText.text;
+  };
   const keyAccepted = apiKeys && apiKeys.length > 0 ? keyChecker(apiKeys) : undefined;
   const page = tablePage({ apiKeyField: keyAccepted !== undefined, maxIbans: MAX_LOOKUP_IBANS });
 
+  /** One IBAN's answer, written at once: the hot path, with no promise and no exception per request. */
   const getOne = (res: ServerResponse, encoded: string) => {
     let raw: string;
     try {
       raw = decodeURIComponent(encoded);
     } catch {
-      throw new HttpRefusal(400, 'INVALID_IBAN', 'not an IBAN');
+      send(res, 400, NOT_AN_IBAN);
+      return;
     }
     const [result] = table.lookup([raw]);
-    if (!result || result.invalid) throw new HttpRefusal(400, 'INVALID_IBAN', 'not an IBAN');
-    if (!result.alert) throw new HttpRefusal(404, 'NO_ACTIVE_ALERT', 'this IBAN has no active alert');
-    send(res, 200, alertJson(result.alert));
+    if (!result || result.invalid) send(res, 400, NOT_AN_IBAN);
+    else if (!result.alert) send(res, 404, NO_ACTIVE_ALERT);
+    else send(res, 200, alertJson(result.alert));
   };
 
   const lookup = async (req: IncomingMessage, res: ServerResponse) => {
@@ -172,11 +184,26 @@ export function tableRoutes({ table, apiKeys, logger }: TableRoutesOptions): Rou
     send(res, 200, { alerts: page.alerts.map(alertJson), nextCursor: page.nextCursor });
   };
 
-  const v1 = async (req: IncomingMessage, res: ServerResponse, path: string) => {
+  const authorize = (req: IncomingMessage) => {
     const header = req.headers['x-api-key'];
     if (keyAccepted && !keyAccepted(typeof header === 'string' ? header : undefined)) {
       throw new HttpRefusal(401, 'UNAUTHORIZED', 'a valid x-api-key header is required');
     }
+  };
+
+  /** `GET /v1/alerts/{iban}` answered synchronously; false for any other request. */
+  const getOneAnswered = (req: IncomingMessage, res: ServerResponse, path: string): boolean => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+    if (!path.startsWith('/v1/alerts/') || path === '/v1/alerts/lookup') return false;
+    const rest = path.slice('/v1/alerts/'.length);
+    if (rest.length === 0 || rest.includes('/')) return false;
+    authorize(req);
+    getOne(res, rest);
+    return true;
+  };
+
+  const v1 = async (req: IncomingMessage, res: ServerResponse, path: string) => {
+    authorize(req);
     const read = req.method === 'GET' || req.method === 'HEAD';
     if (path === '/v1/alerts/lookup') {
       if (req.method !== 'POST') throw new HttpRefusal(405, 'METHOD_NOT_ALLOWED', 'use POST');
@@ -205,10 +232,7 @@ export function tableRoutes({ table, apiKeys, logger }: TableRoutesOptions): Rou
   return (req, res, path) => {
     const status = table.status();
     res.setHeader('x-table-offset-lag', String(status.offsetLag));
-    res.setHeader(
-      'x-table-updated-at',
-      status.updatedAt === undefined ? 'never' : new Date(status.updatedAt).toISOString(),
-    );
+    res.setHeader('x-table-updated-at', updatedAtHeader(status.updatedAt));
     if (path === '/' || path === '/index.html') {
       if (req.method !== 'GET' && req.method !== 'HEAD') return false;
       res.writeHead(200, {
@@ -222,7 +246,11 @@ export function tableRoutes({ table, apiKeys, logger }: TableRoutesOptions): Rou
       return true;
     }
     if (path !== '/v1' && !path.startsWith('/v1/')) return false;
-    v1(req, res, path).catch((err: unknown) => failed(res, err));
+    try {
+      if (!getOneAnswered(req, res, path)) v1(req, res, path).catch((err: unknown) => failed(res, err));
+    } catch (err) {
+      failed(res, err);
+    }
     return true;
   };
 }

@@ -144,13 +144,13 @@ export function openAlertStore(path: string): AlertStore {
   // Lookups read through a connection of their own: in WAL mode it sees the last commit, never the
   // writer's open transaction, however long that stays open.
   const reader = new DatabaseSync(path, { readOnly: true });
+  // Lookups' pages stay in the reader's cache (bounded) rather than read again from the files.
+  reader.exec('PRAGMA cache_size = -16384');
   const metaGet = db.prepare('SELECT value FROM meta WHERE key = ?');
   const metaSet = db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)');
   const meta = (key: string) => (metaGet.get(key) as { value: string } | undefined)?.value;
-  // ON CONFLICT names the key alone: OR IGNORE would also skip, silently, a row breaking NOT NULL.
-  const insert = db.prepare(
-    `INSERT INTO alerts (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (iban) DO NOTHING`,
-  );
+  // Run only for an IBAN the update found no row for: a row breaking NOT NULL fails, never skipped.
+  const insert = db.prepare(`INSERT INTO alerts (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const update = db.prepare(
     'UPDATE alerts SET event_id = ?, alert_id = ?, bic = ?, qualification = ?, qualification_raw = ?, ' +
       'reports_count = ?, updated_at = ?, observed_at = ? WHERE iban = ?',
@@ -245,9 +245,12 @@ export function openAlertStore(path: string): AlertStore {
             alert.updatedAt,
             alert.observedAt,
           ] as const;
-          // An IBAN new to the table is inserted; a known one updated in place (no delete and insert).
-          if (insert.run(iban, ...values).changes > 0) tx.added++;
-          else update.run(...values, iban);
+          // A known IBAN is updated in place (no delete and insert), a new one inserted: updates
+          // first, as most events of a topic change an IBAN the table already holds.
+          if (update.run(...values, iban).changes === 0) {
+            insert.run(iban, ...values);
+            tx.added++;
+          }
         }
         setOffset.run(step.partition, step.next.toString());
         if (step.events.length > 0) {

@@ -25,7 +25,7 @@ describe(`bin/fraudlink.js (${asPid1 ? 'as PID 1 in a new pid namespace' : 'unsh
     expect(cli.stderr()).toContain('"signal":"SIGTERM","msg":"stopping"');
   });
 
-  it("bounds the connector's V8 heap growth before the CLI loads, and no other command's", async () => {
+  it("bounds the connector's and the table's V8 heap growth before the CLI loads, and no other command's", async () => {
     const run = async (args: string[]) => {
       const cli = launch(args);
       const { heapGrowingPercent } = await cli.line('holding the CLI');
@@ -34,6 +34,7 @@ describe(`bin/fraudlink.js (${asPid1 ? 'as PID 1 in a new pid namespace' : 'unsh
       return heapGrowingPercent;
     };
     expect(await run(['connector', '--help'])).toBe(CONNECTOR_HEAP_GROWING_PERCENT);
+    expect(await run(['table', '--help'])).toBe(CONNECTOR_HEAP_GROWING_PERCENT);
     expect(await run(['sandbox', '--help'])).toBeUndefined();
   });
 });
