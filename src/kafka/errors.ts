@@ -121,6 +121,21 @@ export function refusedTopicsOf(err: unknown): string[] {
   return [...topicRefusals(err).keys()];
 }
 
+/**
+ * Every topic a failed send or transaction's error names for its own partitions, retriable or not
+ * (a leader moving, too few replicas in sync, the refusals of refusesForGood), but not for the
+ * producer's own state. A retriable error that outlasted the producer's retries on some topics
+ * while the others took their records is those topics' trouble.
+ */
+export function troubledTopicsOf(err: unknown): string[] {
+  const topics = new Set<string>();
+  for (const e of causeChain(err)) {
+    const { topicErrors } = e as { topicErrors?: TopicPartitionError[] };
+    for (const t of topicErrors ?? []) if (!NOT_THE_TOPICS.has(t.type)) topics.add(t.topic);
+  }
+  return [...topics];
+}
+
 const OVERSIZE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 
 /**

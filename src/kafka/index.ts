@@ -5,7 +5,7 @@ export {
   type FitForDlqOptions,
   fitForDlq,
 } from './dlq.ts';
-export { oversizeTopicsOf, refusedTopicsOf } from './errors.ts';
+export { oversizeTopicsOf, refusedTopicsOf, troubledTopicsOf } from './errors.ts';
 export { batchBytes } from './records.ts';
 export {
   type AvroSchemaJson,

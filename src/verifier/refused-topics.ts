@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { type OutgoingRecord, oversizeTopicsOf, refusedTopicsOf } from '../kafka/index.ts';
+import { type OutgoingRecord, oversizeTopicsOf, refusedTopicsOf, troubledTopicsOf } from '../kafka/index.ts';
 import { clip } from '../logger.ts';
 import type { HandlerDeps } from './handle.ts';
 import type { VerificationResult } from './reply.ts';
@@ -184,8 +184,16 @@ export async function transactionAvoidingRefusedTopics(
       for (const { why, ...fields } of moves) countMovedReply(deps, fields, why);
       return true;
     } catch (err) {
-      const topics = new Set(refusedTopicsOf(err));
       const ours = (topic: string) => topic === repliesTopic || topic === dlqTopic;
+      const topics = new Set(refusedTopicsOf(err));
+      if (topics.size === 0) {
+        // No lasting refusal, but custom reply topics of this transaction the cluster could not
+        // serve through all of the producer's retries (too few replicas in sync, no leader), while
+        // its own topics were fine: a requester's topic, which must not hold back every reply.
+        const troubled = troubledTopicsOf(err);
+        const customOfThese = (topic: string) => !ours(topic) && records.some((r) => r.topic === topic);
+        if (troubled.length > 0 && troubled.every(customOfThese)) for (const t of troubled) topics.add(t);
+      }
       if (topics.size === 0 || [...topics].some(ours)) throw err;
       if (![...topics].some((topic) => records.some((r) => r.topic === topic))) {
         // Refused by topics none of these records go to: the producer's leftovers. kafkajs asks

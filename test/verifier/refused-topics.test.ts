@@ -96,6 +96,53 @@ describe('transactionAvoidingRefusedTopics', () => {
     expect(refused.has('replies.deleted')).toBe(true);
   });
 
+  it("moves a custom topic's replies when the cluster cannot serve that topic through all the producer's retries, and throws when its own topics fail too", async () => {
+    const underReplicated = (...topics: string[]) =>
+      Object.assign(
+        new Error('Messages are written to the log, but to fewer in-sync replicas than required'),
+        {
+          topicErrors: topics.map((topic) => ({
+            topic,
+            partition: 0,
+            type: 'NOT_ENOUGH_REPLICAS',
+            retriable: true,
+          })),
+        },
+      );
+    const custom = 'vop.verification.replies.min-isr';
+    const sent: string[][] = [];
+    const refused = new RefusedReplyTopics(60_000);
+    const done = await transactionAvoidingRefusedTopics(
+      [reply(custom), { ...reply(config.verifier.repliesTopic), key: 'r-2' }],
+      refused,
+      deps,
+      {
+        async transaction(records) {
+          sent.push(records.map((r) => r.topic));
+          if (records.some((r) => r.topic === custom)) throw underReplicated(custom);
+        },
+        renewProducer: async () => {},
+        dropped: () => false,
+      },
+    );
+    expect(done).toBe(true);
+    expect(sent).toEqual([
+      [custom, config.verifier.repliesTopic],
+      [config.verifier.repliesTopic, config.verifier.repliesTopic],
+    ]);
+    expect(refused.has(custom)).toBe(true);
+    // The whole cluster in trouble: the default topic too. That is an outage, thrown.
+    await expect(
+      transactionAvoidingRefusedTopics([reply(custom)], new RefusedReplyTopics(60_000), deps, {
+        transaction: async () => {
+          throw underReplicated(custom, config.verifier.repliesTopic);
+        },
+        renewProducer: async () => {},
+        dropped: () => false,
+      }),
+    ).rejects.toThrow(/fewer in-sync replicas/);
+  });
+
   it('throws when the new producer is refused too, and at once when the refusing topic is its own', async () => {
     const always = (topic: string) => ({
       transaction: async () => {
