@@ -56,7 +56,11 @@ function clearTextUses(env: Env): ClearText[] {
       inClear: 'the OAuth client secret and tokens to and from KAFKA_SASL_OAUTH_TOKEN_URL',
     });
   }
-  const registryAuth = ['SCHEMA_REGISTRY_USERNAME', 'SCHEMA_REGISTRY_PASSWORD'].some((v) => isSet(env, v));
+  // Credentials may also ride in the URL itself (user:password@), which the registry client sends.
+  const registryUrl = URL.parse((env.SCHEMA_REGISTRY_URL ?? '').trim());
+  const registryAuth =
+    ['SCHEMA_REGISTRY_USERNAME', 'SCHEMA_REGISTRY_PASSWORD'].some((v) => isSet(env, v)) ||
+    Boolean(registryUrl?.username || registryUrl?.password);
   if (registryAuth && isHttp(env, 'SCHEMA_REGISTRY_URL')) {
     uses.push({
       variable: 'SCHEMA_REGISTRY_URL',

@@ -115,6 +115,12 @@ describe('clear text, refused by default', () => {
     };
     for (const load of [loadConnectorConfig, loadVerifierConfig, loadReplayConfig])
       expect(problemsOf(() => load(env))).toEqual([problem]);
+    // Credentials in the URL itself travel in clear just the same.
+    expect(
+      problemsOf(() =>
+        loadReplayConfig({ ...minimal, SCHEMA_REGISTRY_URL: 'http://user:registry-secret-pw@registry:8081' }),
+      ),
+    ).toEqual([problem]);
     // Without credentials, an http:// registry carries schemas only.
     expect(
       loadReplayConfig({ ...minimal, SCHEMA_REGISTRY_URL: 'http://registry:8081' }).inClear,
