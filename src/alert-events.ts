@@ -26,6 +26,34 @@ export interface AlertEvent {
 
 const ALERT_EVENTS = new Set<string>([SchemaNames.AlertUpserted, SchemaNames.AlertDeactivated]);
 
+/** The largest epoch millisecond a Date holds: past it, an instant has no ISO-8601 spelling. */
+const MAX_INSTANT_MS = 8.64e15;
+
+const isText = (v: unknown) => typeof v === 'string';
+const isOptionalText = (v: unknown) => v === null || typeof v === 'string';
+const isInstant = (v: unknown) => Number.isInteger(v) && Math.abs(v as number) <= MAX_INSTANT_MS;
+
+/**
+ * The first field of an AlertUpserted's value that the table cannot hold, or undefined. A value
+ * written with another version of the schema (a field removed, as BACKWARD compatibility allows) or
+ * by another producer decodes under its own writer's schema: its fields are checked here, so that
+ * one such record is skipped like an undecodable one instead of failing every write of the table.
+ */
+function missingAlertField(value: Record<string, unknown>): string | undefined {
+  const checks: [string, (v: unknown) => boolean][] = [
+    ['eventId', isText],
+    ['alertId', isText],
+    ['iban', isText],
+    ['bic', isOptionalText],
+    ['qualification', isText],
+    ['qualificationRaw', isOptionalText],
+    ['reportsCount', Number.isInteger],
+    ['updatedAt', isInstant],
+    ['observedAt', isInstant],
+  ];
+  return checks.find(([field, valid]) => !valid(value[field]))?.[0];
+}
+
 /** The table's rule: the last AlertUpserted per IBAN, removed by an AlertDeactivated or a tombstone. */
 function eventOf(record: IncomingRecord, decoded: Decoded | null): AlertEvent {
   const iban = record.key?.toString('utf8') ?? '';
@@ -61,6 +89,14 @@ export function alertEventDecoder(
       throw new DecodeError(
         `${topic} partition ${record.partition} offset ${record.offset} holds a ${decoded.name}, not an alert event`,
       );
+    }
+    if (decoded.name === SchemaNames.AlertUpserted) {
+      const field = missingAlertField(decoded.value as Record<string, unknown>);
+      if (field !== undefined) {
+        throw new DecodeError(
+          `${topic} partition ${record.partition} offset ${record.offset} holds an AlertUpserted whose ${field} is missing or out of range`,
+        );
+      }
     }
     return eventOf(record, decoded);
   };
