@@ -580,6 +580,9 @@ export function createVerifier(deps: VerifierDeps): Verifier {
   return {
     done: done.promise,
     async start(signal) {
+      // Each attempt of a start-up that waits out an outage is a sign of life: /healthz stays true
+      // through the attempts and their backoff, as through a running session's restarts.
+      context.alive();
       await openSession(signal);
       phase = { name: 'running' };
       context.alive();

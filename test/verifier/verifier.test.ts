@@ -762,3 +762,52 @@ describe('verifier liveness', () => {
     expect(consumers).toHaveLength(1);
   });
 });
+
+describe('verifier liveness during start-up', () => {
+  it('counts each start attempt of a start-up waiting out an outage as a sign of life', async () => {
+    let clock = 0;
+    let refusals = Number.POSITIVE_INFINITY;
+    const kafka = {
+      transactionalProducer: async () => {
+        if (refusals > 0) {
+          refusals--;
+          throw new KafkaError('connect ECONNREFUSED', { retriable: true });
+        }
+        return { transaction: async () => {}, close: async () => {} };
+      },
+      groupConsumer: () => ({
+        start: async () => {},
+        pause: () => {},
+        resume: () => {},
+        membership: () => MEMBER,
+        close: async () => {},
+      }),
+    } as unknown as KafkaClient;
+    const config = loadVerifierConfig({
+      KAFKA_BROKERS: 'localhost:9092',
+      SCHEMA_REGISTRY_URL: 'http://localhost:8081',
+      API_BASE_URL: 'http://localhost:1',
+      API_KEY: 'key',
+    });
+    const verifier = createVerifier({
+      kafka,
+      transactionalId: 'fraudlink-verifier-test',
+      config: config.verifier,
+      api: {} as never,
+      registry: {} as never,
+      replyEncoder: async () => Promise.reject(new Error('not used')),
+      partitionCount: async () => 3,
+      dlqMaxBytes: 1_048_588,
+      metrics: createVerifierMetrics(new Registry()),
+      logger: silentLogger(),
+      now: () => clock,
+    });
+    // Start-up's own loop (start-up.ts outlasting) calls start() again after each backoff.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      clock += LIVENESS_MS - 1;
+      await expect(verifier.start()).rejects.toThrow(/ECONNREFUSED/);
+      expect(verifier.healthy()).toBe(true);
+    }
+    await verifier.stop();
+  });
+});
