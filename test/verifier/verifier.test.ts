@@ -47,6 +47,18 @@ function authorizationFailed(): Error {
   return Object.assign(new Error('TOPIC_AUTHORIZATION_FAILED'), { type: 'TOPIC_AUTHORIZATION_FAILED' });
 }
 
+/** The verifier's configuration with the requests topic `requests`, and `env` on top. */
+function testConfig(env: Record<string, string> = {}) {
+  return loadVerifierConfig({
+    KAFKA_BROKERS: 'localhost:9092',
+    SCHEMA_REGISTRY_URL: 'http://localhost:8081',
+    API_BASE_URL: 'http://localhost:1',
+    API_KEY: 'key',
+    VERIFY_REQUESTS_TOPIC: 'requests',
+    ...env,
+  });
+}
+
 /** The member the stand-in consumer joins as, unless a test rejoins it as another. */
 const MEMBER: GroupMembership = { generationId: 1, memberId: 'member-1' };
 
@@ -170,14 +182,7 @@ async function startedVerifier(
       };
     },
   } as unknown as KafkaClient;
-  const config = loadVerifierConfig({
-    KAFKA_BROKERS: 'localhost:9092',
-    SCHEMA_REGISTRY_URL: 'http://localhost:8081',
-    API_BASE_URL: 'http://localhost:1',
-    API_KEY: 'key',
-    VERIFY_REQUESTS_TOPIC: 'requests',
-    VERIFY_CONCURRENCY: String(options.concurrency ?? 64),
-  });
+  const config = testConfig({ VERIFY_CONCURRENCY: String(options.concurrency ?? 64) });
   const verify = options.verify ?? (async () => Promise.reject(new Error('not used')));
   const metrics = createVerifierMetrics(new Registry());
   const verifier = createVerifier({
@@ -783,12 +788,7 @@ describe('verifier liveness during start-up', () => {
         close: async () => {},
       }),
     } as unknown as KafkaClient;
-    const config = loadVerifierConfig({
-      KAFKA_BROKERS: 'localhost:9092',
-      SCHEMA_REGISTRY_URL: 'http://localhost:8081',
-      API_BASE_URL: 'http://localhost:1',
-      API_KEY: 'key',
-    });
+    const config = testConfig();
     const verifier = createVerifier({
       kafka,
       transactionalId: 'fraudlink-verifier-test',
