@@ -14,17 +14,8 @@ import { batchBytes } from '../../src/kafka/records.ts';
 import { unframe } from '../../src/kafka/wire-format.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { testEncoders } from './encoders.ts';
+import { exportRow as row } from './export-row.ts';
 
-const row = (id: string, over: Record<string, unknown> = {}) => ({
-  id,
-  iban: 'DE89 3704 0044 0532 0130 00',
-  bic: null,
-  qualification: 'PENDING',
-  reportsCount: 1,
-  updatedAt: '2026-11-22T09:30:00.000Z',
-  isActive: true,
-  ...over,
-});
 const observedAt = 1_795_339_900_000;
 const upserted = avroTypeOf(loadSchema(SchemaNames.AlertUpserted));
 const deactivated = avroTypeOf(loadSchema(SchemaNames.AlertDeactivated));
