@@ -1,12 +1,18 @@
 import { ErrorCodes, findError } from '../errors.ts';
-import type { OutgoingRecord } from '../kafka/index.ts';
+import type {
+  ConsumedBatch,
+  GroupConsumer,
+  GroupMembership,
+  IncomingRecord,
+  OutgoingRecord,
+} from '../kafka/index.ts';
 import { recordBytes } from '../kafka/records.ts';
 import { settledWithin } from '../retry.ts';
 import { GroupCommit } from './group-commit.ts';
 import { type HandlerDeps, handleRequest } from './handle.ts';
 import { HELD_REPLY_LIMITS, HeldReplies, type PartitionPauser } from './held-replies.ts';
 import { ProducerTurns } from './producer-turns.ts';
-import { PartitionProgress } from './progress.ts';
+import { type Dispatched, PartitionProgress } from './progress.ts';
 import { type RefusedReplyTopics, transactionAvoidingRefusedTopics } from './refused-topics.ts';
 import { SessionLifecycle, type SessionView } from './session-state.ts';
 import type { Slots } from './slots.ts';
@@ -61,21 +67,100 @@ const FAIL_CLOSE_MS = 10_000;
  * Kafka's transaction protocol v1) and the markers whatever it carries, and at 200 requests/s one
  * transaction per reply kept both busy enough to stretch every request's latency.
  */
-export function createSession({ deps, slots, handlerDeps, alive, progressed }: SessionContext): Session {
-  const { config, logger } = deps;
-  const progress = new PartitionProgress<OutgoingRecord>(recordBytes);
-  const producers = new ProducerTurns(
-    [deps.transactionalId, `${deps.transactionalId}.1`],
-    (transactionalId, signal) =>
-      deps.kafka.transactionalProducer({ transactionalId, transactionTimeoutMs: 15_000, signal }),
-  );
-  const refusedTopics = handlerDeps.refusedReplyTopics as RefusedReplyTopics;
-  const now = deps.now ?? (() => performance.now());
-  const lifecycle = new SessionLifecycle();
-  const inFlight = new Set<Promise<void>>();
+export function createSession(context: SessionContext): Session {
+  return new VerifierSession(context);
+}
+
+class VerifierSession implements Session {
+  readonly lifecycle = new SessionLifecycle();
+  readonly #context: SessionContext;
+  readonly #progress = new PartitionProgress<OutgoingRecord>(recordBytes);
+  readonly #producers: ProducerTurns;
+  readonly #commits: GroupCommit;
+  readonly #consumer: GroupConsumer;
+  readonly #held: HeldReplies<OutgoingRecord>;
+  readonly #inFlight = new Set<Promise<void>>();
   /** Ends the upstream calls a stop could not wait for, or that a failure made pointless. */
-  const abandon = new AbortController();
-  const ended = Promise.withResolvers<unknown>();
+  readonly #abandon = new AbortController();
+  readonly #ended = Promise.withResolvers<unknown>();
+  readonly #now: () => number;
+
+  constructor(context: SessionContext) {
+    this.#context = context;
+    const { deps } = context;
+    this.#now = deps.now ?? (() => performance.now());
+    const { config, logger } = deps;
+    this.#producers = new ProducerTurns(
+      [deps.transactionalId, `${deps.transactionalId}.1`],
+      (transactionalId, signal) =>
+        deps.kafka.transactionalProducer({ transactionalId, transactionTimeoutMs: 15_000, signal }),
+    );
+    this.#commits = new GroupCommit({
+      commit: () => this.#commitFinished(),
+      intervalMs: config.commitIntervalMs,
+      onError: (err) => {
+        logger.error({ err }, 'committing replies failed; ending the Kafka session');
+        this.#fail(err);
+      },
+    });
+    this.#consumer = deps.kafka.groupConsumer({
+      groupId: config.groupId,
+      topics: [config.requestsTopic],
+      isolation: 'read_committed',
+      fromBeginning: true,
+      autoCommit: false,
+      maxWaitMs: 100,
+      partitionsConsumedConcurrently: Math.max(1, config.partitions),
+      onActivity: context.alive,
+      // kafkajs rebalances eagerly: every member rejoins, and the new owners read the committed
+      // offsets once all have. The transaction under way finishes first and none starts until the
+      // new assignment, so none of the old assignment commits after a new owner read its offsets.
+      beforeJoin: () => this.#commits.pause(),
+      onAssignment: (assigned, membership) => this.#onAssignment(assigned, membership),
+      onCrash: (err, restarting) => this.#onCrash(err, restarting),
+      eachBatch: (batch) => this.#eachBatch(batch),
+    });
+    this.#held = heldRepliesOf(this.#progress, this.#consumer, deps);
+  }
+
+  /** Resolves once the session has ended and closed its clients: with its failure, or undefined. */
+  get ended(): Promise<unknown> {
+    return this.#ended.promise;
+  }
+
+  async start(signal?: AbortSignal): Promise<void> {
+    try {
+      await this.#producers.open(signal);
+      await this.#consumer.start(signal);
+    } catch (err) {
+      this.lifecycle.stop();
+      await this.#closeClients();
+      throw err;
+    }
+  }
+
+  async stop(): Promise<void> {
+    const { deps } = this.#context;
+    this.lifecycle.stop();
+    const drained = Promise.allSettled([...this.#inFlight]).then(() => true);
+    const allDone = await settledWithin(drained, deps.drainTimeoutMs ?? DRAIN_TIMEOUT_MS);
+    await this.#commits.flush();
+    if (!allDone) {
+      // What is still in flight stays uncommitted, for the partitions' next owner to answer.
+      deps.logger.warn(
+        { inFlight: this.#inFlight.size },
+        'verifications still in flight at the drain timeout: left unanswered',
+      );
+      this.#progress.retain(() => false);
+      this.#abandon.abort();
+      await Promise.allSettled([...this.#inFlight]);
+      await this.#commits.flush();
+    }
+    await this.#closeClients();
+    // A failure came first, or meanwhile: `ended` has its failure, once its teardown has ended.
+    if (!this.lifecycle.hasFailed) this.#ended.resolve(undefined);
+    await this.#ended.promise;
+  }
 
   /**
    * A failure of the session (a failed transaction, refused credentials, a consumer gone for good):
@@ -85,47 +170,51 @@ export function createSession({ deps, slots, handlerDeps, alive, progressed }: S
    * the producers are closed: after a fatal one the caller closes the API client, and a request
    * handed out meanwhile would end at its closed dispatcher as a FAILED reply the upstream never saw.
    */
-  const fail = (err: unknown): void => {
-    if (!lifecycle.fail()) return;
-    progress.retain(() => false);
-    abandon.abort();
+  #fail(err: unknown): void {
+    if (!this.lifecycle.fail()) return;
+    const { deps } = this.#context;
+    this.#progress.retain(() => false);
+    this.#abandon.abort();
     const waitedMs = deps.failCloseMs ?? FAIL_CLOSE_MS;
-    const tornDown = Promise.allSettled([...inFlight])
-      .then(closeClients)
+    const tornDown = Promise.allSettled([...this.#inFlight])
+      .then(() => this.#closeClients())
       .then(() => true);
     void settledWithin(tornDown, waitedMs).then((closed) => {
-      if (!closed) logger.warn({ waitedMs }, "the failure's teardown did not end in time: ending without it");
-      ended.resolve(err);
+      if (!closed)
+        deps.logger.warn({ waitedMs }, "the failure's teardown did not end in time: ending without it");
+      this.#ended.resolve(err);
     });
-  };
+  }
 
   /** One transaction: the replies finished so far, with the offsets that cover them. */
-  const commitFinished = async (): Promise<void> => {
-    const { records, offsets } = progress.takeCommittable();
+  async #commitFinished(): Promise<void> {
+    const { deps } = this.#context;
+    const { records, offsets } = this.#progress.takeCommittable();
     if (offsets.length === 0) return;
     // Taken out of `progress`: they are this transaction's now, committed or lost with it.
-    held.review();
+    this.#held.review();
     const started = performance.now();
-    const turn = producers.next();
+    const turn = this.#producers.next();
     // Read once, as the requests were consumed, for every attempt of this commit: a consumer that
     // crashed meanwhile has left the group and has no membership, and offsets sent without one are
     // not checked by the coordinator, though the crash dropped these requests for their partitions'
     // next owner to answer. As the member it was, the coordinator refuses them once it is gone.
-    const membership = consumer.membership();
-    const consumedAs = lifecycle.member;
+    const membership = this.#consumer.membership();
+    const consumedAs = this.lifecycle.member;
+    const refusedTopics = this.#context.handlerDeps.refusedReplyTopics as RefusedReplyTopics;
     let committed: boolean;
     try {
       committed = await transactionAvoidingRefusedTopics(records, refusedTopics, deps, {
         transaction: (sent, unbatchedTopics) =>
-          producers.transaction(turn, sent, {
-            consumerOffsets: { groupId: config.groupId, offsets, membership },
+          this.#producers.transaction(turn, sent, {
+            consumerOffsets: { groupId: deps.config.groupId, offsets, membership },
             unbatchedTopics,
           }),
         // On Kafka's transaction protocol v1 a producer whose Produce failed must not begin another
         // transaction (eos-manager.ts): a new one with the same transactional id takes its place.
-        renewProducer: () => producers.renew(turn),
+        renewProducer: () => this.#producers.renew(turn),
         // The consumer crashed since (onCrash dropped these requests): no attempt is made any more.
-        dropped: () => lifecycle.member !== consumedAs,
+        dropped: () => this.lifecycle.member !== consumedAs,
       });
     } catch (err) {
       if (!findError(err, ErrorCodes.KAFKA_MEMBER_FENCED)) throw err;
@@ -133,17 +222,17 @@ export function createSession({ deps, slots, handlerDeps, alive, progressed }: S
       // partitions and answer their requests from the committed offsets: the transaction was
       // aborted, and everything in hand is dropped, also what a rejoin gives back (onAssignment).
       // kafkajs finds out at its next heartbeat and rejoins.
-      logger.warn(
-        { err, aborted: records.length, inFlight: progress.inFlight },
+      deps.logger.warn(
+        { err, aborted: records.length, inFlight: this.#progress.inFlight },
         'this member was cut off from its group: its replies are dropped, for the owners of its ' +
           'partitions to answer',
       );
       deps.metrics.memberFenced.inc();
-      dropInHand();
+      this.#dropInHand();
       return;
     }
     if (!committed) {
-      logger.warn(
+      deps.logger.warn(
         { dropped: records.length },
         'the request consumer crashed during this commit (a refused transaction redone): its ' +
           'replies are dropped, for the owners of its partitions to answer',
@@ -151,161 +240,113 @@ export function createSession({ deps, slots, handlerDeps, alive, progressed }: S
       return;
     }
     deps.metrics.commitSeconds.observe((performance.now() - started) / 1000);
-    progressed();
-  };
+    this.#context.progressed();
+  }
 
-  const commits = new GroupCommit({
-    commit: commitFinished,
-    intervalMs: config.commitIntervalMs,
-    onError: (err) => {
-      logger.error({ err }, 'committing replies failed; ending the Kafka session');
-      fail(err);
-    },
-  });
+  #onAssignment(
+    assigned: { topic: string; partitions: number[] }[],
+    membership: GroupMembership | undefined,
+  ): void {
+    // The join a closing consumer waits for (kafkajs lets a join under way finish before it leaves
+    // the group): the member leaves at once, commits stay paused, and what it has in hand is left
+    // for the partitions' next owner. A transaction started here would be cut off by the producers'
+    // close and stay open until its timeout, holding back read_committed readers of its partitions.
+    if (this.lifecycle.leaving) {
+      this.#dropInHand();
+      return;
+    }
+    const owned = new Set(assigned.flatMap((a) => a.partitions.map((p) => `${a.topic}/${p}`)));
+    // A member keeps its partitions' requests in hand only if it stayed in the group throughout.
+    // A new member id means it was cut off (kafkajs rejoins as a new member then), and another
+    // member may have answered and committed them meanwhile.
+    const stayed = membership !== undefined && membership.memberId === this.lifecycle.member;
+    this.#progress.retain((topic, partition) => stayed && owned.has(`${topic}/${partition}`));
+    this.#held.review();
+    this.lifecycle.assigned(membership?.memberId, this.#now());
+    this.#context.alive();
+    this.#commits.resume();
+  }
 
-  const consumer = deps.kafka.groupConsumer({
-    groupId: config.groupId,
-    topics: [config.requestsTopic],
-    isolation: 'read_committed',
-    fromBeginning: true,
-    autoCommit: false,
-    maxWaitMs: 100,
-    partitionsConsumedConcurrently: Math.max(1, config.partitions),
-    onActivity: alive,
-    // kafkajs rebalances eagerly: every member rejoins, and the new owners read the committed
-    // offsets once all have. The transaction under way finishes first and none starts until the
-    // new assignment, so none of the old assignment commits after a new owner read its offsets.
-    beforeJoin: () => commits.pause(),
-    onAssignment(assigned, membership) {
-      // The join a closing consumer waits for (kafkajs lets a join under way finish before it leaves
-      // the group): the member leaves at once, commits stay paused, and what it has in hand is left
-      // for the partitions' next owner. A transaction started here would be cut off by the producers'
-      // close and stay open until its timeout, holding back read_committed readers of its partitions.
-      if (lifecycle.leaving) {
-        dropInHand();
+  #onCrash(err: Error, restarting: boolean): void {
+    // kafkajs restarts the consumer after a retriable error (a coordinator still loading on a fresh
+    // broker, a broker restart). It has left the group already, so its partitions may be someone
+    // else's by now: nothing in flight is committed here (the owner after the rejoin answers it).
+    if (!restarting) {
+      this.#fail(err);
+      return;
+    }
+    this.#dropInHand();
+    this.lifecycle.consumerRestarting();
+    // kafkajs working through its retries (a broker away) is not a hung consumer.
+    this.#context.alive();
+    this.#context.deps.logger.warn({ err }, 'the request consumer crashed; kafkajs restarts it');
+  }
+
+  async #eachBatch(batch: ConsumedBatch): Promise<void> {
+    const { slots, alive } = this.#context;
+    const handingOut = () => this.lifecycle.handsOut && batch.isRunning() && !batch.isStale();
+    for (const record of batch.records) {
+      if (!handingOut()) return;
+      await slots.acquireHeartbeating(async () => {
+        await batch.heartbeat();
+        alive();
+      });
+      // stop() or a rebalance may have come while this batch waited for the slot.
+      if (!handingOut()) {
+        slots.release();
         return;
       }
-      const owned = new Set(assigned.flatMap((a) => a.partitions.map((p) => `${a.topic}/${p}`)));
-      // A member keeps its partitions' requests in hand only if it stayed in the group throughout.
-      // A new member id means it was cut off (kafkajs rejoins as a new member then), and another
-      // member may have answered and committed them meanwhile.
-      const stayed = membership !== undefined && membership.memberId === lifecycle.member;
-      progress.retain((topic, partition) => stayed && owned.has(`${topic}/${partition}`));
-      held.review();
-      lifecycle.assigned(membership?.memberId, now());
-      alive();
-      commits.resume();
-    },
-    onCrash(err, restarting) {
-      // kafkajs restarts the consumer after a retriable error (a coordinator still loading on a fresh
-      // broker, a broker restart). It has left the group already, so its partitions may be someone
-      // else's by now: nothing in flight is committed here (the owner after the rejoin answers it).
-      if (!restarting) {
-        fail(err);
-        return;
+      const dispatched = this.#progress.dispatch(record.topic, record.partition, record.offset);
+      if (!dispatched) {
+        // Delivered again after a rebalance: it is in flight or answered already.
+        slots.release();
+        continue;
       }
-      dropInHand();
-      lifecycle.consumerRestarting();
-      // kafkajs working through its retries (a broker away) is not a hung consumer.
-      alive();
-      logger.warn({ err }, 'the request consumer crashed; kafkajs restarts it');
-    },
-    eachBatch: async (batch) => {
-      const handingOut = () => lifecycle.handsOut && batch.isRunning() && !batch.isStale();
-      for (const record of batch.records) {
-        if (!handingOut()) return;
-        await slots.acquireHeartbeating(async () => {
-          await batch.heartbeat();
-          alive();
-        });
-        // stop() or a rebalance may have come while this batch waited for the slot.
-        if (!handingOut()) {
-          slots.release();
-          return;
-        }
-        const dispatched = progress.dispatch(record.topic, record.partition, record.offset);
-        if (!dispatched) {
-          // Delivered again after a rebalance: it is in flight or answered already.
-          slots.release();
-          continue;
-        }
-        const work = handleRequest(record, handlerDeps, abandon.signal)
-          .then((records) => {
-            // false: the partition was reassigned meanwhile, and its new owner answers this request.
-            if (!progress.complete(dispatched, records)) return;
-            held.finished(record);
-            commits.request();
-          })
-          .catch((err: unknown) => {
-            logger.error({ err, offset: record.offset }, handlingFailureMessage(err));
-            fail(err);
-          })
-          .finally(() => {
-            slots.release();
-            inFlight.delete(work);
-          });
-        inFlight.add(work);
-      }
-    },
-  });
+      this.#handOut(record, dispatched);
+    }
+  }
 
-  const held = heldRepliesOf(progress, consumer, deps);
+  /** Verifies `record`, its slot taken: its replies join the next commit once it is answered. */
+  #handOut(record: IncomingRecord, dispatched: Dispatched<OutgoingRecord>): void {
+    const { slots, handlerDeps, deps } = this.#context;
+    const work = handleRequest(record, handlerDeps, this.#abandon.signal)
+      .then((records) => {
+        // false: the partition was reassigned meanwhile, and its new owner answers this request.
+        if (!this.#progress.complete(dispatched, records)) return;
+        this.#held.finished(record);
+        this.#commits.request();
+      })
+      .catch((err: unknown) => {
+        deps.logger.error({ err, offset: record.offset }, handlingFailureMessage(err));
+        this.#fail(err);
+      })
+      .finally(() => {
+        slots.release();
+        this.#inFlight.delete(work);
+      });
+    this.#inFlight.add(work);
+  }
 
   /**
    * Closes the consumer, then the producers once the transaction under way, if any, has ended: none
    * starts after the consumer has left. Once, for stop() and a failure alike.
    */
-  const closeClients = (): Promise<void> =>
-    lifecycle.leave(async () => {
-      await consumer.close().catch(() => {});
+  #closeClients(): Promise<void> {
+    return this.lifecycle.leave(async () => {
+      await this.#consumer.close().catch(() => {});
       // Its pauses end with the consumer.
-      deps.metrics.pausedPartitions.dec(held.pausedCount);
-      await commits.pause();
-      await producers.close();
+      this.#context.deps.metrics.pausedPartitions.dec(this.#held.pausedCount);
+      await this.#commits.pause();
+      await this.#producers.close();
     });
+  }
 
   /** Drops the requests in hand, for the partitions' next owner to answer. */
-  const dropInHand = (): void => {
-    progress.retain(() => false);
-    held.review();
-    lifecycle.droppedInHand();
-  };
-
-  return {
-    ended: ended.promise,
-    async start(signal) {
-      try {
-        await producers.open(signal);
-        await consumer.start(signal);
-      } catch (err) {
-        lifecycle.stop();
-        await closeClients();
-        throw err;
-      }
-    },
-    async stop() {
-      lifecycle.stop();
-      const drained = Promise.allSettled([...inFlight]).then(() => true);
-      const allDone = await settledWithin(drained, deps.drainTimeoutMs ?? DRAIN_TIMEOUT_MS);
-      await commits.flush();
-      if (!allDone) {
-        // What is still in flight stays uncommitted, for the partitions' next owner to answer.
-        logger.warn(
-          { inFlight: inFlight.size },
-          'verifications still in flight at the drain timeout: left unanswered',
-        );
-        progress.retain(() => false);
-        abandon.abort();
-        await Promise.allSettled([...inFlight]);
-        await commits.flush();
-      }
-      await closeClients();
-      // A failure came first, or meanwhile: `ended` has its failure, once its teardown has ended.
-      if (!lifecycle.hasFailed) ended.resolve(undefined);
-      await ended.promise;
-    },
-    lifecycle,
-  };
+  #dropInHand(): void {
+    this.#progress.retain(() => false);
+    this.#held.review();
+    this.lifecycle.droppedInHand();
+  }
 }
 
 /** Why handling a request ended the session, as logged. */
