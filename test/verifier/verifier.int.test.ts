@@ -561,7 +561,9 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
       verifier.child.kill('SIGKILL');
       expect(await verifier.exited, `kill ${i}`).toBe('SIGKILL');
     }
-    const last = h.start();
+    // Awaited: the killed instances may have committed every reply, and a SIGTERM that comes before
+    // the verifier has set up its signal handling ends it by the signal, not with exit 0.
+    const last = await h.started();
     const committed = await collect(h.kafka, h.config.verifier.repliesTopic, 'read_committed');
     const replies = await answeringEach(committed, ids);
     await expectCleanStop(last);
