@@ -3,7 +3,7 @@
 // connector published (read back from its topic: key, Avro value, headers) in the same transaction
 // size, in one run on the same broker; plus CPU per row of connector, sandbox and broker.
 import { randomUUID } from 'node:crypto';
-import { createSandbox } from '../src/sandbox/index.ts';
+import { createSandbox, sandboxUpstreamEnv } from '../src/sandbox/index.ts';
 import {
   benchStack,
   childMemoryLimitMb,
@@ -43,10 +43,7 @@ async function connectorRun(stack: { brokers: string; registryUrl: string; kafka
   const port = await freePort();
   const prefix = `bench.${randomUUID().slice(0, 8)}`;
   const child = cli(['connector'], {
-    API_BASE_URL: url,
-    // The sandbox marks its answers; without this the component refuses it as its upstream.
-    ALLOW_SANDBOX_UPSTREAM: 'true',
-    API_KEY: 'sandbox-key',
+    ...sandboxUpstreamEnv(url),
     KAFKA_BROKERS: stack.brokers,
     SCHEMA_REGISTRY_URL: stack.registryUrl,
     ALERTS_TOPIC: `${prefix}.alerts`,

@@ -4,8 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { request } from 'undici';
 import { loadVerifierConfig } from '../src/config/index.ts';
-import { createVerificationClient } from '../src/requester/index.ts';
-import { holderNameFor } from '../src/sandbox/index.ts';
+import { clientConfigOf, createVerificationClient } from '../src/requester/index.ts';
+import { holderNameFor, sandboxUpstreamEnv } from '../src/sandbox/index.ts';
 import { benchStack, cli, cpuDuring, fmt, freePort, median, metric, percentile, until } from './common.ts';
 import { countEnv } from './env.ts';
 
@@ -94,10 +94,7 @@ export async function run(): Promise<void> {
   const prefix = `bench-vop-${randomUUID().slice(0, 8)}`;
   const port = await freePort();
   const env = {
-    API_BASE_URL: url,
-    // The sandbox marks its answers; without this the component refuses it as its upstream.
-    ALLOW_SANDBOX_UPSTREAM: 'true',
-    API_KEY: 'sandbox-key',
+    ...sandboxUpstreamEnv(url),
     KAFKA_BROKERS: stack.brokers,
     SCHEMA_REGISTRY_URL: stack.registryUrl,
     VERIFY_REQUESTS_TOPIC: `${prefix}.requests`,
@@ -124,12 +121,7 @@ export async function run(): Promise<void> {
       )) === 200,
     60_000,
   );
-  const client = createVerificationClient({
-    kafka: config.kafka,
-    registry: config.registry,
-    requestsTopic: config.verifier.requestsTopic,
-    replyTopic: config.verifier.repliesTopic,
-  });
+  const client = createVerificationClient(clientConfigOf(config));
   await client.ready();
   const holder = holderNameFor(IBAN);
   const body = JSON.stringify({ iban: IBAN, party: { name: holder } });

@@ -1,14 +1,8 @@
 // The library surface of the fraudlink package.
 
 export * from './errors.ts';
-export {
-  type AlertChange,
-  type AlertState,
-  type ReplayConfig,
-  type ReplayOptions,
-  type ReplayResult,
-  replayAlerts,
-} from './replay/index.ts';
+// replayAlerts and its types: the replay folder's index is its public surface.
+export * from './replay/index.ts';
 export {
   createVerificationClient,
   type VerificationClient,

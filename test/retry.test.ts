@@ -18,6 +18,16 @@ import {
 
 const fast = { initialDelayMs: 1, maxDelayMs: 5, jitter: 0 };
 
+/** A task that throws `errorOf(n)` at its n-th call, and its calls counted so far. */
+function throwing(errorOf: (call: number) => Error) {
+  const counted = { calls: 0 };
+  const task = async (): Promise<never> => {
+    counted.calls++;
+    throw errorOf(counted.calls);
+  };
+  return { task, counted };
+}
+
 afterEach(() => {
   vi.useRealTimers();
 });
@@ -38,42 +48,21 @@ describe('retry', () => {
   });
 
   it('never retries a TypeError, even when asked to retry everything', async () => {
-    let calls = 0;
-    await expect(
-      retry(
-        async () => {
-          calls++;
-          throw new TypeError('undefined is not a function');
-        },
-        { ...fast, shouldRetry: () => true },
-      ),
-    ).rejects.toBeInstanceOf(TypeError);
-    expect(calls).toBe(1);
+    const { task, counted } = throwing(() => new TypeError('undefined is not a function'));
+    await expect(retry(task, { ...fast, shouldRetry: () => true })).rejects.toBeInstanceOf(TypeError);
+    expect(counted.calls).toBe(1);
   });
 
   it('does not retry a non-retriable error', async () => {
-    let calls = 0;
-    await expect(
-      retry(async () => {
-        calls++;
-        throw new UsageError('bad');
-      }, fast),
-    ).rejects.toBeInstanceOf(UsageError);
-    expect(calls).toBe(1);
+    const { task, counted } = throwing(() => new UsageError('bad'));
+    await expect(retry(task, fast)).rejects.toBeInstanceOf(UsageError);
+    expect(counted.calls).toBe(1);
   });
 
   it('stops after the configured number of retries with the last error', async () => {
-    let calls = 0;
-    await expect(
-      retry(
-        async () => {
-          calls++;
-          throw new UpstreamUnavailableError(`503 #${calls}`);
-        },
-        { ...fast, retries: 2 },
-      ),
-    ).rejects.toThrow('503 #3');
-    expect(calls).toBe(3);
+    const { task, counted } = throwing((call) => new UpstreamUnavailableError(`503 #${call}`));
+    await expect(retry(task, { ...fast, retries: 2 })).rejects.toThrow('503 #3');
+    expect(counted.calls).toBe(3);
   });
 
   it('waits at least the Retry-After the server asked for', async () => {
@@ -102,18 +91,12 @@ describe('retry', () => {
   });
 
   it('gives up instead of starting a wait that would end past the deadline', async () => {
-    let calls = 0;
+    const { task, counted } = throwing(() => new UpstreamRateLimitedError('429', { retryAfterMs: 500 }));
     const now = 1_000;
-    await expect(
-      retry(
-        async () => {
-          calls++;
-          throw new UpstreamRateLimitedError('429', { retryAfterMs: 500 });
-        },
-        { ...fast, deadline: now + 100, now: () => now },
-      ),
-    ).rejects.toBeInstanceOf(UpstreamRateLimitedError);
-    expect(calls).toBe(1);
+    await expect(retry(task, { ...fast, deadline: now + 100, now: () => now })).rejects.toBeInstanceOf(
+      UpstreamRateLimitedError,
+    );
+    expect(counted.calls).toBe(1);
   });
 });
 
@@ -128,21 +111,21 @@ describe('backoffDelay', () => {
     expect(backoffDelay(1, policy, 2_600_000_000)).toBe(3_600_000);
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'], fakeNodeBuiltins: true });
     const controller = new AbortController();
-    let calls = 0;
-    const waiting = Promise.withResolvers<number>();
-    const pending = retry(
-      async () => {
-        calls++;
-        throw new UpstreamRateLimitedError('429', { retryAfterMs: 2_600_000_000 });
-      },
-      { retries: Infinity, signal: controller.signal, onRetry: ({ delayMs }) => waiting.resolve(delayMs) },
+    const { task, counted } = throwing(
+      () => new UpstreamRateLimitedError('429', { retryAfterMs: 2_600_000_000 }),
     );
+    const waiting = Promise.withResolvers<number>();
+    const pending = retry(task, {
+      retries: Infinity,
+      signal: controller.signal,
+      onRetry: ({ delayMs }) => waiting.resolve(delayMs),
+    });
     pending.catch(() => {});
     expect(await waiting.promise).toBe(MAX_RETRY_AFTER_MS);
     await vi.advanceTimersByTimeAsync(MAX_RETRY_AFTER_MS - 1);
-    expect(calls).toBe(1);
+    expect(counted.calls).toBe(1);
     await vi.advanceTimersByTimeAsync(1);
-    expect(calls).toBe(2);
+    expect(counted.calls).toBe(2);
     controller.abort();
     await expect(pending).rejects.toBeInstanceOf(AbortedError);
   });

@@ -31,16 +31,23 @@ interface ClearText {
   inClear: string;
 }
 
-function clearTextUses(env: Env): ClearText[] {
-  const uses: ClearText[] = [];
-  const api = URL.parse((env.API_BASE_URL ?? '').trim());
-  if (api?.protocol === 'http:' && !isLoopbackHost(api.hostname)) {
-    uses.push({
-      variable: 'API_BASE_URL',
+/** `variable`'s URL where it is http:// to a host beyond loopback: `inClear` would travel in clear. */
+function httpBeyondLoopback(env: Env, variable: string, inClear: string): ClearText[] {
+  const url = URL.parse((env[variable] ?? '').trim());
+  if (url?.protocol !== 'http:' || isLoopbackHost(url.hostname)) return [];
+  return [
+    {
+      variable,
       refusal: 'must be an https:// URL unless its host is loopback (127.0.0.0/8, ::1, localhost)',
-      inClear: 'the API key, IBANs and names to and from API_BASE_URL',
-    });
-  }
+      inClear,
+    },
+  ];
+}
+
+function clearTextUses(env: Env): ClearText[] {
+  const uses: ClearText[] = [
+    ...httpBeyondLoopback(env, 'API_BASE_URL', 'the API key, IBANs and names to and from API_BASE_URL'),
+  ];
   if (isSet(env, 'KAFKA_SASL_MECHANISM') && !kafkaTls(env)) {
     uses.push({
       variable: 'KAFKA_SSL',
@@ -48,14 +55,13 @@ function clearTextUses(env: Env): ClearText[] {
       inClear: 'the Kafka SASL credentials (KAFKA_SSL is not true)',
     });
   }
-  const tokenUrl = URL.parse((env.KAFKA_SASL_OAUTH_TOKEN_URL ?? '').trim());
-  if (tokenUrl?.protocol === 'http:' && !isLoopbackHost(tokenUrl.hostname)) {
-    uses.push({
-      variable: 'KAFKA_SASL_OAUTH_TOKEN_URL',
-      refusal: 'must be an https:// URL unless its host is loopback (127.0.0.0/8, ::1, localhost)',
-      inClear: 'the OAuth client secret and tokens to and from KAFKA_SASL_OAUTH_TOKEN_URL',
-    });
-  }
+  uses.push(
+    ...httpBeyondLoopback(
+      env,
+      'KAFKA_SASL_OAUTH_TOKEN_URL',
+      'the OAuth client secret and tokens to and from KAFKA_SASL_OAUTH_TOKEN_URL',
+    ),
+  );
   // Credentials may also ride in the URL itself (user:password@), which the registry client sends.
   const registryUrl = URL.parse((env.SCHEMA_REGISTRY_URL ?? '').trim());
   const registryAuth =

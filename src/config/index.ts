@@ -222,14 +222,23 @@ function apiOf(e: z.output<z.ZodObject<typeof apiEnv>>): ApiConfig {
     key: e.API_KEY,
     timeoutMs: e.API_TIMEOUT_MS,
   };
-  if (e.API_TLS_CERT || e.API_TLS_KEY || e.API_TLS_CA) {
-    api.tls = {
-      ...(e.API_TLS_CERT && { certFile: e.API_TLS_CERT }),
-      ...(e.API_TLS_KEY && { keyFile: e.API_TLS_KEY }),
-      ...(e.API_TLS_CA && { caFile: e.API_TLS_CA }),
-    };
-  }
+  const tls = tlsFilesOf(e.API_TLS_CA, e.API_TLS_CERT, e.API_TLS_KEY);
+  if (tls) api.tls = tls;
   return api;
+}
+
+/** The PEM files that a component's three TLS variables name; undefined when none is set. */
+function tlsFilesOf(
+  caFile: string | undefined,
+  certFile: string | undefined,
+  keyFile: string | undefined,
+): KafkaTlsFiles | undefined {
+  const files: KafkaTlsFiles = {
+    ...(caFile && { caFile }),
+    ...(certFile && { certFile }),
+    ...(keyFile && { keyFile }),
+  };
+  return Object.keys(files).length > 0 ? files : undefined;
 }
 
 function kafkaSaslOf(e: z.output<z.ZodObject<typeof kafkaEnv>>): KafkaSaslConfig | undefined {
@@ -253,20 +262,15 @@ function kafkaSaslOf(e: z.output<z.ZodObject<typeof kafkaEnv>>): KafkaSaslConfig
 }
 
 function kafkaOf(e: z.output<z.ZodObject<typeof kafkaEnv>>): KafkaConfig {
-  const tls: KafkaTlsFiles = {
-    ...(e.KAFKA_TLS_CA && { caFile: e.KAFKA_TLS_CA }),
-    ...(e.KAFKA_TLS_CERT && { certFile: e.KAFKA_TLS_CERT }),
-    ...(e.KAFKA_TLS_KEY && { keyFile: e.KAFKA_TLS_KEY }),
-  };
-  const hasTlsFiles = Object.keys(tls).length > 0;
+  const tls = tlsFilesOf(e.KAFKA_TLS_CA, e.KAFKA_TLS_CERT, e.KAFKA_TLS_KEY);
   const kafka: KafkaConfig = {
     brokers: e.KAFKA_BROKERS.split(',').map((b) => b.trim()),
     clientId: e.KAFKA_CLIENT_ID,
     // A TLS file implies TLS; KAFKA_SSL=false beside one is refused (kafkaProblems).
-    ssl: e.KAFKA_SSL ?? hasTlsFiles,
+    ssl: e.KAFKA_SSL ?? tls !== undefined,
     compression: e.KAFKA_COMPRESSION,
   };
-  if (hasTlsFiles) kafka.tls = tls;
+  if (tls) kafka.tls = tls;
   const sasl = kafkaSaslOf(e);
   if (sasl) kafka.sasl = sasl;
   return kafka;
@@ -277,13 +281,8 @@ function registryOf(e: z.output<z.ZodObject<typeof registryEnv>>): RegistryConfi
   if (e.SCHEMA_REGISTRY_USERNAME && e.SCHEMA_REGISTRY_PASSWORD) {
     registry.auth = { username: e.SCHEMA_REGISTRY_USERNAME, password: e.SCHEMA_REGISTRY_PASSWORD };
   }
-  if (e.SCHEMA_REGISTRY_TLS_CA || e.SCHEMA_REGISTRY_TLS_CERT || e.SCHEMA_REGISTRY_TLS_KEY) {
-    registry.tls = {
-      ...(e.SCHEMA_REGISTRY_TLS_CA && { caFile: e.SCHEMA_REGISTRY_TLS_CA }),
-      ...(e.SCHEMA_REGISTRY_TLS_CERT && { certFile: e.SCHEMA_REGISTRY_TLS_CERT }),
-      ...(e.SCHEMA_REGISTRY_TLS_KEY && { keyFile: e.SCHEMA_REGISTRY_TLS_KEY }),
-    };
-  }
+  const tls = tlsFilesOf(e.SCHEMA_REGISTRY_TLS_CA, e.SCHEMA_REGISTRY_TLS_CERT, e.SCHEMA_REGISTRY_TLS_KEY);
+  if (tls) registry.tls = tls;
   return registry;
 }
 

@@ -2,7 +2,7 @@ import { Registry } from 'prom-client';
 import type { ConnectorConfig } from '../config/index.ts';
 import { createKafkaClient, createSchemaRegistry, type KafkaClient, type TopicSpec } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
-import { createOpsServer } from '../observability/http-server.ts';
+import { startOpsServerFirst } from '../observability/http-server.ts';
 import { type StartOptions, type StartUpSteps, startUp } from '../start-up.ts';
 import { type Connector, createConnector, retryReporter } from './connector.ts';
 import { openKafkaSession, registerAlertSchemas } from './kafka-session.ts';
@@ -99,26 +99,18 @@ export async function startConnector(
 }
 
 /** startConnector's steps: each one the stop signal ends, or taking it. */
-async function wire(
-  config: ConnectorConfig,
-  logger: Logger,
-  { signal, step, created, outlasting, readiness }: StartUpSteps,
-): Promise<RunningConnector> {
+async function wire(config: ConnectorConfig, logger: Logger, steps: StartUpSteps): Promise<RunningConnector> {
+  const { signal, step, created, outlasting } = steps;
   const log = logger.child({ component: 'connector' });
   const registry = new Registry();
   const metrics = createConnectorMetrics(registry);
-  // Up first: /readyz says what start-up waits for while the broker or the registry is away.
   let wired: Connector | undefined;
-  const ops = createOpsServer({
-    host: config.http.host,
-    port: config.http.port,
+  const { ops, url } = await startOpsServerFirst(steps, config.http, {
     registry,
     healthy: () => metrics.state !== 'stopped',
-    ready: () => wired?.ready() ?? readiness(),
+    ready: () => wired?.ready(),
     logger: log,
   });
-  created(ops, (o) => o.stop());
-  const { url } = await step('starting the ops server', ops.start());
   const kafka: KafkaClient = createKafkaClient({ config: config.kafka, logger });
   const { eventMaxBytes, dlqMaxBytes, cursorMaxBytes } = await outlasting(
     'provisioning the topics',

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sandboxUpstreamEnv } from '../sandbox/index.ts';
 import { projectRoot } from '../stack/paths.ts';
 import { findRunningStack, startStack } from '../stack/stack.ts';
 import { assembleRuntimeLayout, run } from './image-layout.ts';
@@ -98,10 +99,7 @@ async function checkConnector(layout: string, stack: { brokers: string; registry
       process.execPath,
       [launcher, 'connector'],
       env({
-        API_BASE_URL: ready.url,
-        // The sandbox marks its answers; without this the component refuses it as its upstream.
-        ALLOW_SANDBOX_UPSTREAM: 'true',
-        API_KEY: 'sandbox-key',
+        ...sandboxUpstreamEnv(ready.url),
         KAFKA_BROKERS: stack.brokers,
         SCHEMA_REGISTRY_URL: stack.registryUrl,
         HTTP_HOST: '127.0.0.1',

@@ -11,8 +11,8 @@ import pino from 'pino';
 import { loadConnectorConfig, loadTableConfig, loadVerifierConfig } from '../config/index.ts';
 import { startConnector } from '../connector/index.ts';
 import { createLogger } from '../logger.ts';
-import { createVerificationClient } from '../requester/index.ts';
-import { createSandbox } from '../sandbox/index.ts';
+import { clientConfigOf, createVerificationClient } from '../requester/index.ts';
+import { createSandbox, sandboxUpstreamEnv } from '../sandbox/index.ts';
 import { cacheDir } from '../stack/paths.ts';
 import { findRunningStack, startStack } from '../stack/stack.ts';
 import { startTableService } from '../table/index.ts';
@@ -50,10 +50,7 @@ const sandbox = createSandbox({
 });
 const { url } = await sandbox.start();
 const env = {
-  API_BASE_URL: url,
-  // The sandbox marks its answers; without this the component refuses it as its upstream.
-  ALLOW_SANDBOX_UPSTREAM: 'true',
-  API_KEY: 'sandbox-key',
+  ...sandboxUpstreamEnv(url),
   KAFKA_BROKERS: stack.brokers,
   SCHEMA_REGISTRY_URL: stack.registryUrl,
   TOPIC_REPLICATION_FACTOR: '1',
@@ -75,12 +72,7 @@ const table = await startTableService(
   loadTableConfig({ ...env, TABLE_DB_PATH: join(tableDir, 'table.db') }),
   logger,
 );
-const client = createVerificationClient({
-  kafka: verifierConfig.kafka,
-  registry: verifierConfig.registry,
-  requestsTopic: verifierConfig.verifier.requestsTopic,
-  replyTopic: verifierConfig.verifier.repliesTopic,
-});
+const client = createVerificationClient(clientConfigOf(verifierConfig));
 await client.ready();
 
 say(`

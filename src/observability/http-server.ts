@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import type { StartUpSteps } from '../start-up.ts';
 
 export interface OpsServerOptions {
   host: string;
@@ -92,4 +93,28 @@ export function createOpsServer(options: OpsServerOptions): OpsServer {
       await new Promise<void>((resolve) => s.close(() => resolve()));
     },
   };
+}
+
+/** What a component gives the ops server it starts first, before anything it waits for. */
+export interface FirstOpsServerOptions {
+  registry: Registry;
+  healthy: () => boolean;
+  /** The wired component's readiness; undefined while start-up still runs, which /readyz then reports. */
+  ready: () => { ready: boolean; reason?: string } | undefined;
+  logger: Logger;
+}
+
+/**
+ * A component's ops server, listening before the broker or the registry is reached, so that /readyz
+ * says what start-up waits for; released with what else start-up created.
+ */
+export async function startOpsServerFirst(
+  { step, created, readiness }: StartUpSteps,
+  http: { host: string; port: number },
+  options: FirstOpsServerOptions,
+): Promise<{ ops: OpsServer; url: string }> {
+  const ops = createOpsServer({ ...http, ...options, ready: () => options.ready() ?? readiness() });
+  created(ops, (o) => o.stop());
+  const { url } = await step('starting the ops server', ops.start());
+  return { ops, url };
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { KafkaConfig, RegistryConfig } from '../config/index.ts';
+import type { KafkaConfig, RegistryConfig, VerifierConfig } from '../config/index.ts';
 import { AbortedError, DecodeError, FraudlinkError, InvalidInputError, TimeoutError } from '../errors.ts';
 import {
   createKafkaClient,
@@ -25,6 +25,18 @@ export interface VerificationClientConfig {
   /** Request encoding: Avro through the registry (default) or JSON. */
   format?: 'avro' | 'json';
   logger?: Logger;
+}
+
+/** A client of the verifier that `config` configures: its broker, registry, requests and default reply topics. */
+export function clientConfigOf(
+  config: Pick<VerifierConfig, 'kafka' | 'registry' | 'verifier'>,
+): VerificationClientConfig {
+  return {
+    kafka: config.kafka,
+    registry: config.registry,
+    requestsTopic: config.verifier.requestsTopic,
+    replyTopic: config.verifier.repliesTopic,
+  };
 }
 
 export interface VerificationClient {

@@ -1,4 +1,5 @@
 export {
+  clientConfigOf,
   createVerificationClient,
   type VerificationClient,
   type VerificationClientConfig,

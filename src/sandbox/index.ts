@@ -26,6 +26,17 @@ export {
   OVERSIZED_ROW_DEPTH,
 } from './world.ts';
 
+/** The key the sandbox takes when given none: one tenant. */
+export const SANDBOX_API_KEY = 'sandbox-key';
+
+/**
+ * The variables that point a component at the sandbox at `url`, with its default key. The sandbox
+ * marks its answers; without ALLOW_SANDBOX_UPSTREAM a component refuses it as its upstream.
+ */
+export function sandboxUpstreamEnv(url: string) {
+  return { API_BASE_URL: url, ALLOW_SANDBOX_UPSTREAM: 'true', API_KEY: SANDBOX_API_KEY };
+}
+
 const REQUEST_LOG_SIZE = 100_000;
 const TICK_MS = 500;
 
@@ -66,7 +77,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   checkOptions(options);
   const host = textOption('host', options.host ?? '127.0.0.1', 'nonEmpty');
   const cursorParam = textOption('cursorParam', options.cursorParam ?? 'cursor', 'cursorParam');
-  const given = options.apiKeys && options.apiKeys.length > 0 ? options.apiKeys : ['sandbox-key'];
+  const given = options.apiKeys && options.apiKeys.length > 0 ? options.apiKeys : [SANDBOX_API_KEY];
   const apiKeys = given.map((key) => textOption('apiKeys', key, 'apiKey'));
   if (new Set(apiKeys).size !== apiKeys.length) throw new RangeError('sandbox API keys must be distinct');
   const adminToken =

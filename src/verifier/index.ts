@@ -5,7 +5,7 @@ import { createApiClient } from '../api/index.ts';
 import type { VerifierConfig } from '../config/index.ts';
 import { createKafkaClient, createSchemaRegistry, type Encoder } from '../kafka/index.ts';
 import type { Logger } from '../logger.ts';
-import { createOpsServer } from '../observability/http-server.ts';
+import { startOpsServerFirst } from '../observability/http-server.ts';
 import { loadSchema, SchemaNames } from '../schemas.ts';
 import { type StartOptions, type StartUpSteps, startUp } from '../start-up.ts';
 import { createVerifierMetrics } from './metrics.ts';
@@ -60,24 +60,20 @@ async function wire(
   config: VerifierConfig,
   logger: Logger,
   instanceId: string,
-  { signal, step, created, outlasting, readiness }: StartUpSteps,
+  steps: StartUpSteps,
 ): Promise<RunningVerifier> {
+  const { signal, created, outlasting } = steps;
   const log = logger.child({ component: 'verifier' });
   const v = config.verifier;
   const metricsRegistry = new Registry();
   const metrics = createVerifierMetrics(metricsRegistry);
-  // Up first: /readyz says what start-up waits for while the broker or the registry is away.
   let wired: Verifier | undefined;
-  const ops = createOpsServer({
-    host: config.http.host,
-    port: config.http.port,
+  const { ops, url } = await startOpsServerFirst(steps, config.http, {
     registry: metricsRegistry,
     healthy: () => wired?.healthy() ?? true,
-    ready: () => wired?.ready() ?? readiness(),
+    ready: () => wired?.ready(),
     logger: log,
   });
-  created(ops, (o) => o.stop());
-  const { url } = await step('starting the ops server', ops.start());
   const kafka = createKafkaClient({ config: config.kafka, logger });
   const admin = created(
     await outlasting('connecting to Kafka', 'Kafka', () => kafka.admin({ signal })),

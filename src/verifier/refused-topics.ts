@@ -163,12 +163,11 @@ export async function transactionAvoidingRefusedTopics(
    * none of them, and the requests' next owner answers them.
    */
   const moves: Move[] = [];
-  records = await movedToDefaultTopic(
-    records,
+  const movedOff = (isRefused: (topic: string) => boolean, why: string) =>
+    movedToDefaultTopic(records, isRefused, deps, why, moves);
+  records = await movedOff(
     (topic) => refused.has(topic),
-    deps,
     'kafka_replyTopic refused by the broker lately; replying on the default topic',
-    moves,
   );
   /** The topics cut into batches of one reply by this call's redos. */
   const cut = new Set<string>();
@@ -238,12 +237,9 @@ export async function transactionAvoidingRefusedTopics(
       await producer.renewProducer();
       // Each redo cuts a topic that refused the one before into batches of one reply, or leaves it
       // out: the redos end.
-      records = await movedToDefaultTopic(
-        records,
+      records = await movedOff(
         (topic) => topics.has(topic),
-        deps,
         'kafka_replyTopic refused by the broker; replying on the default topic',
-        moves,
       );
     }
   }

@@ -1,10 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { ConfigError } from '../../src/errors.ts';
+import { writeTempFiles } from '../helpers/tls.ts';
 
 export interface TlsFiles {
   dir: string;
@@ -29,21 +28,13 @@ export async function writeTlsFiles(): Promise<TlsFiles> {
     privateKeyEncoding: { type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'pw' },
     publicKeyEncoding: { type: 'spki', format: 'pem' },
   }).privateKey;
-  const dir = await mkdtemp(join(tmpdir(), 'fraudlink-config-tls-'));
-  const files = {
-    dir,
-    cert: join(dir, 'tls.crt'),
-    key: join(dir, 'tls.key'),
-    otherKey: join(dir, 'other.key'),
-    encryptedKey: join(dir, 'encrypted.key'),
-  };
-  await Promise.all([
-    writeFile(files.cert, mine.cert),
-    writeFile(files.key, mine.private),
-    writeFile(files.otherKey, other.private),
-    writeFile(files.encryptedKey, encrypted),
-  ]);
-  return files;
+  const { dir, paths } = await writeTempFiles('fraudlink-config-tls-', {
+    cert: ['tls.crt', mine.cert],
+    key: ['tls.key', mine.private],
+    otherKey: ['other.key', other.private],
+    encryptedKey: ['encrypted.key', encrypted],
+  });
+  return { dir, ...paths };
 }
 
 /**

@@ -6,7 +6,7 @@ import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { freePort } from '../../src/stack/services.ts';
 import { START_UP_RETRY_MESSAGE } from '../../src/start-up.ts';
 import { dedicatedBroker } from '../helpers/broker.ts';
-import { expectStartUpStopped } from '../helpers/cli.ts';
+import { expectCleanStop, expectStartUpStopped } from '../helpers/cli.ts';
 import { collect } from '../helpers/kafka.ts';
 import { registryProxy } from '../helpers/registry.ts';
 import { connectorHarness, duplicates, fromTheStart, outOfOrder } from './harness.ts';
@@ -23,8 +23,7 @@ describe('connector against the sandbox, a real broker and a real registry', () 
       h.sandbox.applyChanges(15); // fifteen changes sharing one millisecond
       await h.converged();
     }
-    connector.child.kill('SIGTERM');
-    expect(await connector.exited).toBe(0);
+    await expectCleanStop(connector);
     const events = await h.converged();
     expect(duplicates(events)).toEqual([]);
     expect(outOfOrder(events)).toEqual([]);
@@ -56,8 +55,7 @@ describe('connector against the sandbox, a real broker and a real registry', () 
     registry.outage(false);
     await connector.logLine(ready);
     expect((await h.converged()).length).toBe(20);
-    connector.child.kill('SIGTERM');
-    expect(await connector.exited).toBe(0);
+    await expectCleanStop(connector);
   });
 
   // The connector exited 1 once kafkajs gave up connecting, and restarted into a crash loop.
@@ -83,8 +81,7 @@ describe('connector against the sandbox, a real broker and a real registry', () 
     await events.until((r) => r.length >= 20, 60_000);
     expect(new Set(events.records.map((r) => r.key?.toString())).size).toBe(20);
     expect(connector.child.exitCode).toBeNull();
-    connector.child.kill('SIGTERM');
-    expect(await connector.exited).toBe(0);
+    await expectCleanStop(connector);
   }, 300_000);
 
   // Start-up ignored the stop request: the process exited only after the 5 s start-up grace, the
@@ -120,8 +117,7 @@ describe('connector against the sandbox, a real broker and a real registry', () 
     const last = h.start();
     await last.logLine(ready);
     const events = await h.converged();
-    last.child.kill('SIGTERM');
-    expect(await last.exited).toBe(0);
+    await expectCleanStop(last);
     expect(duplicates(events)).toEqual([]);
     expect(outOfOrder(events)).toEqual([]);
     expect(fromTheStart(h.sandbox)).toBe(1);
@@ -137,8 +133,7 @@ describe('connector against the sandbox, a real broker and a real registry', () 
     h.sandbox.applyChanges(20);
     const events = await h.converged();
     h.sandbox.setFaults({ errorRate: 0, resetRate: 0, burst429: 0 });
-    connector.child.kill('SIGTERM');
-    expect(await connector.exited).toBe(0);
+    await expectCleanStop(connector);
     expect(duplicates(events)).toEqual([]);
     const statuses = new Set(h.sandbox.requestLog().map((r) => r.status));
     expect(statuses).toContain(429);
@@ -157,8 +152,7 @@ describe('connector against the sandbox, a real broker and a real registry', () 
     // Poll a few more times over the same boundary: nothing is rejected twice.
     h.sandbox.applyChanges(3);
     await h.converged();
-    connector.child.kill('SIGTERM');
-    expect(await connector.exited).toBe(0);
+    await expectCleanStop(connector);
     expect(rejected).toHaveLength(kinds.length);
     const codes = rejected.map((r) => r.headers['error-code']?.toString()).sort();
     expect(codes).toEqual(
@@ -199,8 +193,7 @@ describe('connector against the sandbox, a real broker and a real registry', () 
     // Polled again over the same rows: nothing is published or rejected twice.
     h.sandbox.applyChanges(3);
     const events = await h.converged();
-    connector.child.kill('SIGTERM');
-    expect(await connector.exited).toBe(0);
+    await expectCleanStop(connector);
     expect(duplicates(events)).toEqual([]);
     expect(dlq.records).toHaveLength(2);
     const byCode = new Map(rejected.map((r) => [r.headers['error-code']?.toString(), r]));
@@ -246,8 +239,7 @@ describe('connector against the sandbox, a real broker and a real registry', () 
     // With the service's name, it reads on from the cursor committed after that page.
     const fixed = h.start({ EXPORT_CURSOR_PARAM: 'token' });
     expect(duplicates(await h.converged())).toEqual([]);
-    fixed.child.kill('SIGTERM');
-    expect(await fixed.exited).toBe(0);
+    await expectCleanStop(fixed);
     const exports = h.sandbox.requestLog().filter((r) => r.path.endsWith('/export'));
     expect(exports.filter((r) => !r.query.token && !r.query.cursor && !r.query.updatedAfter)).toHaveLength(1);
   });
@@ -262,7 +254,6 @@ describe('connector against the sandbox, a real broker and a real registry', () 
     expect(await first.exited).toBe(4);
     expect(first.stderr()).toMatch(/KAFKA_FENCED/);
     await h.converged();
-    second.child.kill('SIGTERM');
-    expect(await second.exited).toBe(0);
+    await expectCleanStop(second);
   });
 });

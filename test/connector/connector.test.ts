@@ -154,18 +154,20 @@ function connectorFor(
   });
 }
 
-/** Sessions of `kafka` that call `onCommit` after each commit. */
-function notifyingSessions(kafka: FakeKafka, onCommit: () => void): () => Promise<PublishSession> {
-  return async () => {
+/** Sessions of `kafka` for connectorFor, and `firstCommit`, resolved once the first of their commits is done. */
+function watchingCommits(kafka: FakeKafka) {
+  const firstCommit = Promise.withResolvers<void>();
+  const openSession = async (): Promise<PublishSession> => {
     const session = await kafka.open();
     return {
       ...session,
       commit: async (batch) => {
         await session.commit(batch);
-        onCommit();
+        firstCommit.resolve();
       },
     };
   };
+  return { openSession, firstCommit: firstCommit.promise };
 }
 
 describe('connector loop', () => {
@@ -302,14 +304,14 @@ describe('connector loop', () => {
       },
     };
     const kafka = new FakeKafka();
-    const committed = Promise.withResolvers<void>();
+    const { openSession, firstCommit } = watchingCommits(kafka);
     const connector = connectorFor(caughtUpWithCursor, kafka, {
       txMaxRows: 100,
       pollIntervalMs: 3_600_000,
-      openSession: notifyingSessions(kafka, () => committed.resolve()),
+      openSession,
     });
     const running = connector.start();
-    await committed.promise;
+    await firstCommit;
     await connector.stop();
     await running;
     expect(kafka.eventIds()).toEqual(['a0', 'a1']);
@@ -364,17 +366,13 @@ describe('connector loop', () => {
       return serve(request);
     };
     const kafka = new FakeKafka();
-    const firstCommit = Promise.withResolvers<void>();
-    const connector = connectorFor(feed, kafka, {
-      txMaxRows: 100,
-      txMaxMs: 50,
-      openSession: notifyingSessions(kafka, () => firstCommit.resolve()),
-    });
+    const { openSession, firstCommit } = watchingCommits(kafka);
+    const connector = connectorFor(feed, kafka, { txMaxRows: 100, txMaxMs: 50, openSession });
     feed.onRequest = (n) => {
       if (n === 4) void connector.stop();
     };
     const running = connector.start();
-    await firstCommit.promise;
+    await firstCommit;
     expect(kafka.eventIds()).toEqual(['a0', 'a1']);
     expect(kafka.committed[0]?.cursor.cursor).toBe('2'); // resumes with the page still awaited
     held.resolve();

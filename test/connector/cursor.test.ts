@@ -15,6 +15,14 @@ function micros(iso: string): number {
   return Date.parse(`${whole}Z`) * 1000 + Number(fraction.padEnd(6, '0').slice(0, 6));
 }
 
+/** The tracker a restart makes from the cursor record `tracker` would commit now. */
+const restartedFrom = (tracker: CursorTracker) =>
+  new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
+
+/** The tracker a restart makes from a cursor record given as JSON (as another release wrote it). */
+const trackerOfJson = (record: object) =>
+  new CursorTracker(parseCursorRecord(Buffer.from(JSON.stringify(record))));
+
 describe('CursorTracker', () => {
   it('starts from the beginning of the feed on a first run with EXPORT_START=earliest', () => {
     expect(CursorTracker.initial('c', 'earliest').nextRequest()).toEqual({});
@@ -45,7 +53,7 @@ describe('CursorTracker', () => {
     expect(tracker.admitEvent(2000, 'a', 'a', 'a')).toBe(true);
     expect(tracker.admitEvent(2000, 'b', 'b', 'b')).toBe(true);
     tracker.pageDone(null);
-    const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
+    const restarted = restartedFrom(tracker);
     expect(restarted.admitEvent(2000, 'a', 'a', 'a')).toBe(false);
     expect(restarted.admitEvent(2000, 'b', 'b', 'b')).toBe(false);
     expect(restarted.admitEvent(2000, 'c', 'c', 'c')).toBe(true);
@@ -68,7 +76,7 @@ describe('CursorTracker', () => {
     tracker.pageDone(null);
     expect(admit(tracker, v2)).toBe(true);
     tracker.pageDone(null);
-    const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
+    const restarted = restartedFrom(tracker);
     expect(admit(restarted, v2)).toBe(false);
     // v1, superseded, is not remembered: the feed serves only an alert's current state again.
     expect(restarted.snapshot()).toMatchObject({ rowsAtMark: [expect.any(String)], alertIdsAtMark: ['A'] });
@@ -78,8 +86,7 @@ describe('CursorTracker', () => {
   // AlertDeactivated as the alert's last event while the upstream had it active.
   it('publishes a change back to an earlier version at the mark (active, inactive, active again within one millisecond), also after restarts', () => {
     const tracker = CursorTracker.initial('c', 'earliest');
-    const restart = (t: CursorTracker) =>
-      new CursorTracker(parseCursorRecord(serializeCursorRecord(t.snapshot())));
+    const restart = (t: CursorTracker) => restartedFrom(t);
     const active = ['e-active', 'fp-active', 'A'] as const;
     const inactive = ['e-inactive', 'fp-inactive', 'A'] as const;
     // Each read resumes just below the mark and serves the alert's state at that time.
@@ -117,14 +124,14 @@ describe('CursorTracker', () => {
       exportStart: 'earliest',
       writtenAt: new Date(3000).toISOString(),
     };
-    const upgraded = new CursorTracker(parseCursorRecord(Buffer.from(JSON.stringify(older))));
+    const upgraded = trackerOfJson(older);
     expect(upgraded.admitEvent(2000, 'e-a1', 'fp-a1', 'a')).toBe(false);
     expect(upgraded.admitEvent(2000, 'e-b', 'fp-b', 'b')).toBe(false);
     expect(upgraded.admitEvent(2000, 'e-c', 'fp-c', 'c')).toBe(true);
     // Once a changes, its latest version is known: a change back to the first one is new.
     expect(upgraded.admitEvent(2000, 'e-a2', 'fp-a2', 'a')).toBe(true);
     expect(upgraded.admitEvent(2000, 'e-a1', 'fp-a1', 'a')).toBe(true);
-    const again = new CursorTracker(parseCursorRecord(serializeCursorRecord(upgraded.snapshot())));
+    const again = restartedFrom(upgraded);
     expect(again.admitEvent(2000, 'e-a1', 'fp-a1', 'a')).toBe(false);
     expect(again.admitEvent(2000, 'e-b', 'fp-b', 'b')).toBe(false);
     expect(again.admitEvent(2000, 'e-c', 'fp-c', 'c')).toBe(false);
@@ -140,11 +147,11 @@ describe('CursorTracker', () => {
     expect(rowsAtMark).toEqual(['row-a']);
     expect(alertIdsAtMark).toEqual(['a']);
     const older = { ...rest, eventIdsAtMark: ['id-a'] };
-    const upgraded = new CursorTracker(parseCursorRecord(Buffer.from(JSON.stringify(older))));
+    const upgraded = trackerOfJson(older);
     expect(upgraded.admitEvent(2000, 'id-a', 'row-a2', 'a')).toBe(false);
     expect(upgraded.admitEvent(2000, 'id-b', 'row-b', 'b')).toBe(true);
     // The old record's ids are written on as they are: a later restart still knows them.
-    const again = new CursorTracker(parseCursorRecord(serializeCursorRecord(upgraded.snapshot())));
+    const again = restartedFrom(upgraded);
     expect(again.admitEvent(2000, 'id-a', 'row-a2', 'a')).toBe(false);
     expect(again.admitEvent(2000, 'id-b', 'row-b', 'b')).toBe(false);
     expect(again.admitEvent(3000, 'id-c', 'row-c', 'c')).toBe(true);
@@ -171,7 +178,7 @@ describe('CursorTracker', () => {
     const tracker = CursorTracker.initial('c', 'earliest');
     tracker.admitEvent(2000, 'id-a', 'row-a', 'a');
     const { eventIdsAtMark, ...newer } = tracker.snapshot();
-    const restarted = new CursorTracker(parseCursorRecord(Buffer.from(JSON.stringify(newer))));
+    const restarted = trackerOfJson(newer);
     expect(restarted.admitEvent(2000, 'id-a', 'row-a', 'a')).toBe(false);
   });
 
@@ -220,8 +227,7 @@ describe('CursorTracker', () => {
       tracker.pageDone(next);
       return out;
     };
-    const restart = (t: CursorTracker) =>
-      new CursorTracker(parseCursorRecord(serializeCursorRecord(t.snapshot())));
+    const restart = (t: CursorTracker) => restartedFrom(t);
 
     const tracker = CursorTracker.initial('c', 'earliest');
     expect(page(tracker, [good1, bad, good2], null)).toEqual(['A', 'dlq:BAD', 'B']);
@@ -250,7 +256,7 @@ describe('CursorTracker', () => {
     expect(tracker.admitEvent(2005, 'B', 'B', 'B')).toBe(true);
     tracker.pageDone(null);
     // Resumed from 2004 ms: the bad row (its real time is 2005 ms) and B again.
-    const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
+    const restarted = restartedFrom(tracker);
     expect(restarted.admitRejected(null, 'fp-bad')).toBe(false);
     expect(restarted.admitEvent(2005, 'B', 'B', 'B')).toBe(false);
   });
@@ -283,7 +289,7 @@ describe('CursorTracker', () => {
     tracker.admitRejected(2000, 'fp-a');
     const { rejectedAfterMark, ...older } = tracker.snapshot();
     expect(rejectedAfterMark).toEqual([]);
-    const upgraded = new CursorTracker(parseCursorRecord(Buffer.from(JSON.stringify(older))));
+    const upgraded = trackerOfJson(older);
     expect(upgraded.admitRejected(2000, 'fp-a')).toBe(false);
     expect(upgraded.admitRejected(null, 'fp-b')).toBe(true);
   });
@@ -311,7 +317,7 @@ describe('CursorTracker', () => {
     expect(pass(tracker)).toEqual([true, true, true]);
     expect(tracker.nextRequest()).toEqual({ updatedAfter: '2026-01-01T00:00:00.001Z' });
     expect(pass(tracker)).toEqual([false, false, false]);
-    const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
+    const restarted = restartedFrom(tracker);
     expect(pass(restarted)).toEqual([false, false, false]);
     expect(restarted.counters).toEqual({ published: 2, rejected: 1, deduplicated: 6, pages: 3 });
   });
@@ -334,7 +340,7 @@ describe('CursorTracker', () => {
     expect(tracker.admitEvent(990, 'C', 'C', 'C')).toBe(true);
     expect(tracker.admitRejected(999, 'fp-D')).toBe(true);
     tracker.pageDone('p2');
-    const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
+    const restarted = restartedFrom(tracker);
     expect(restarted.admitEvent(999, 'E', 'E', 'E')).toBe(true);
   });
 
@@ -356,7 +362,7 @@ describe('CursorTracker', () => {
     expect(tracker.admitEvent(999, 'x1', 'x1', 'x1')).toBe(false);
     expect(tracker.admitEvent(999, 'x2', 'x2', 'x2')).toBe(false);
     tracker.pageDone('p2');
-    const restarted = new CursorTracker(parseCursorRecord(serializeCursorRecord(tracker.snapshot())));
+    const restarted = restartedFrom(tracker);
     expect(restarted.admitEvent(999, 'x3', 'x3', 'x3')).toBe(false);
     expect(restarted.admitEvent(1000, 'A', 'A', 'A')).toBe(false);
     expect(restarted.admitEvent(1001, 'N', 'N', 'N')).toBe(true);

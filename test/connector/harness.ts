@@ -4,10 +4,11 @@ import { loadConnectorConfig } from '../../src/config/index.ts';
 import { connectorTopics } from '../../src/connector/index.ts';
 import { parseInstant } from '../../src/instant.ts';
 import type { IncomingRecord } from '../../src/kafka/index.ts';
-import { createSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
+import type { Sandbox, SandboxOptions } from '../../src/sandbox/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { type Collector, collect, testClients } from '../helpers/kafka.ts';
-import { stackEnv, uniqueName } from '../helpers/stack.ts';
+import { testSandbox } from '../helpers/sandbox.ts';
+import { connectorNamesEnv, uniqueName } from '../helpers/stack.ts';
 
 export interface DecodedEvent {
   type: string;
@@ -20,32 +21,14 @@ export interface DecodedEvent {
 
 /** A sandbox, unique topics and the environment of a connector pointed at both. */
 export async function connectorHarness(sandboxOptions: SandboxOptions = {}) {
-  const sandbox: Sandbox = createSandbox({
-    port: 0,
-    alerts: 200,
-    changesPerSec: 0,
-    pageSize: 50,
-    rateLimit: 0,
-    ...sandboxOptions,
-  });
-  const { url } = await sandbox.start();
-  onTestFinished(() => sandbox.stop());
+  const { sandbox, env: sandboxEnv } = await testSandbox({ alerts: 200, pageSize: 50, ...sandboxOptions });
   const prefix = uniqueName('conn');
   const env = {
-    ...stackEnv(),
-    API_BASE_URL: url,
-    // The sandbox marks its answers; without this the component refuses it as its upstream.
-    ALLOW_SANDBOX_UPSTREAM: 'true',
-    API_KEY: 'sandbox-key',
-    ALERTS_TOPIC: `${prefix}.alerts`,
+    ...sandboxEnv,
+    ...connectorNamesEnv(prefix),
     ALERTS_TOPIC_PARTITIONS: '3',
-    ALERTS_DLQ_TOPIC: `${prefix}.dlq`,
-    CONNECTOR_OFFSETS_TOPIC: `${prefix}.offsets`,
-    CONNECTOR_NAME: prefix,
     POLL_INTERVAL_MS: '50',
     CONNECTOR_TX_MAX_ROWS: '120',
-    HTTP_PORT: '0',
-    HTTP_HOST: '127.0.0.1',
     LOG_LEVEL: 'info',
   };
   // Knows only the registry URL: no fraudlink code decodes the events.

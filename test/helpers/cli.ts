@@ -97,3 +97,11 @@ export async function expectStartUpStopped(cli: CliProcess): Promise<void> {
   expect(cli.stderr()).toContain('"msg":"start-up ended by the stop request"');
   expect(cli.stderr()).not.toContain('start-up did not end after the stop request');
 }
+
+/** Sends each process SIGTERM in turn and expects it to stop cleanly: exit code 0. */
+export async function expectCleanStop(...clis: CliProcess[]): Promise<void> {
+  for (const cli of clis) {
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+  }
+}

@@ -36,6 +36,13 @@ export async function testTopics(
   return topics;
 }
 
+/** A producer on `kafka`, closed when the test ends. */
+export async function testProducer(kafka: KafkaClient) {
+  const producer = await kafka.producer();
+  onTestFinished(() => producer.close());
+  return producer;
+}
+
 /**
  * Denies the client without credentials (User:ANONYMOUS: every client of the test stack)
  * `operations` on `topic` with ACLs, removed when the test ends (before the topics made earlier in

@@ -35,6 +35,21 @@ export async function issue(
   });
 }
 
+/**
+ * Each text written to a file of the given name in a new temporary folder (its name starting with
+ * `prefix`), which the caller removes; `paths` holds each file's path under its key.
+ */
+export async function writeTempFiles<K extends string>(
+  prefix: string,
+  contents: Record<K, [name: string, text: string]>,
+): Promise<{ dir: string; paths: Record<K, string> }> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const entries = Object.entries(contents) as [K, [string, string]][];
+  await Promise.all(entries.map(([, [name, text]]) => writeFile(join(dir, name), text)));
+  const paths = Object.fromEntries(entries.map(([key, [name]]) => [key, join(dir, name)]));
+  return { dir, paths: paths as Record<K, string> };
+}
+
 /** A CA, a server certificate for 127.0.0.1 and a client certificate it signed, as PEM files too. */
 export async function testPki() {
   const ca = await issue(undefined, 'fraudlink test CA', 'ca');
@@ -43,19 +58,12 @@ export async function testPki() {
     issue(ca, 'fraudlink client', 'client'),
     issue(undefined, 'another CA', 'ca'),
   ]);
-  const dir = await mkdtemp(join(tmpdir(), 'fraudlink-pki-'));
-  const files = {
-    ca: join(dir, 'ca.crt'),
-    otherCa: join(dir, 'other-ca.crt'),
-    clientCert: join(dir, 'client.crt'),
-    clientKey: join(dir, 'client.key'),
-  };
-  await Promise.all([
-    writeFile(files.ca, ca.cert),
-    writeFile(files.otherCa, otherCa.cert),
-    writeFile(files.clientCert, client.cert),
-    writeFile(files.clientKey, client.private),
-  ]);
+  const { dir, paths: files } = await writeTempFiles('fraudlink-pki-', {
+    ca: ['ca.crt', ca.cert],
+    otherCa: ['other-ca.crt', otherCa.cert],
+    clientCert: ['client.crt', client.cert],
+    clientKey: ['client.key', client.private],
+  });
   return { ca, server, client, files, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 

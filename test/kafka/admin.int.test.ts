@@ -3,6 +3,18 @@ import { TopicConfigMismatchError } from '../../src/errors.ts';
 import { testClients } from '../helpers/kafka.ts';
 import { uniqueName } from '../helpers/stack.ts';
 
+/** An admin client, and names for topics (`topic` the first) it deletes, then closing, when the test ends. */
+async function adminFor(...prefixes: string[]) {
+  const { kafka } = testClients();
+  const admin = await kafka.admin();
+  const topics = prefixes.map((prefix) => uniqueName(prefix));
+  onTestFinished(async () => {
+    await admin.deleteTopics(topics);
+    await admin.close();
+  });
+  return { admin, topics, topic: topics[0] ?? '' };
+}
+
 describe('topic provisioning on a real broker', () => {
   it('lets two instances provision the same new topics at the same moment', async () => {
     const { kafka } = testClients();
@@ -23,26 +35,14 @@ describe('topic provisioning on a real broker', () => {
   });
 
   it("counts a topic's partitions from metadata, and 0 for a topic the cluster does not have", async () => {
-    const { kafka } = testClients();
-    const admin = await kafka.admin();
-    const topic = uniqueName('prov-count');
-    onTestFinished(async () => {
-      await admin.deleteTopics([topic]);
-      await admin.close();
-    });
+    const { admin, topic } = await adminFor('prov-count');
     await admin.provisionTopics([{ topic, partitions: 3, replicationFactor: -1, configs: {} }]);
     expect(await admin.partitionCount(topic)).toBe(3);
     expect(await admin.partitionCount(uniqueName('no-such-topic'))).toBe(0);
   });
 
   it('creates a compacted topic with the asked configs and accepts it again unchanged', async () => {
-    const { kafka } = testClients();
-    const admin = await kafka.admin();
-    const topic = uniqueName('prov-compact');
-    onTestFinished(async () => {
-      await admin.deleteTopics([topic]);
-      await admin.close();
-    });
+    const { admin, topic } = await adminFor('prov-compact');
     const spec = {
       topic,
       partitions: 1,
@@ -56,13 +56,8 @@ describe('topic provisioning on a real broker', () => {
   });
 
   it('sets creation-only configs on a new topic and does not check them on an existing one', async () => {
-    const { kafka } = testClients();
-    const admin = await kafka.admin();
-    const [sized, plain] = [uniqueName('prov-sized'), uniqueName('prov-plain')];
-    onTestFinished(async () => {
-      await admin.deleteTopics([sized, plain]);
-      await admin.close();
-    });
+    const { admin, topics } = await adminFor('prov-sized', 'prov-plain');
+    const [sized = '', plain = ''] = topics;
     const spec = { topic: sized, partitions: 1, replicationFactor: -1, configs: {} };
     await admin.provisionTopics([
       { ...spec, createConfigs: { 'max.message.bytes': '5000' } },
@@ -76,13 +71,7 @@ describe('topic provisioning on a real broker', () => {
   });
 
   it('refuses an existing topic whose configs differ, naming each difference', async () => {
-    const { kafka } = testClients();
-    const admin = await kafka.admin();
-    const topic = uniqueName('prov-mismatch');
-    onTestFinished(async () => {
-      await admin.deleteTopics([topic]);
-      await admin.close();
-    });
+    const { admin, topic } = await adminFor('prov-mismatch');
     await admin.provisionTopics([
       { topic, partitions: 3, replicationFactor: 1, configs: { 'cleanup.policy': 'delete' } },
     ]);

@@ -17,6 +17,13 @@ async function producerFor(kafka: KafkaClient) {
   return producer;
 }
 
+/** A topic of `partitions` for this test, and a transactional producer to write it. */
+async function topicAndProducer(name: string, partitions = 1) {
+  const { kafka } = testClients();
+  const [topic = ''] = await testTopics(kafka, [name], partitions);
+  return { kafka, topic, producer: await producerFor(kafka) };
+}
+
 /**
  * Waits until read_committed readers see `topic` up to `highs` (per partition, markers included).
  * EndTxn returns once the coordinator has decided the outcome; the broker writes the markers after
@@ -64,9 +71,7 @@ async function readAll(kafka: KafkaClient, topic: string) {
 
 describe('reading a topic to its end (read_committed)', () => {
   it('stops at the end when every partition ends with a commit marker', async () => {
-    const { kafka } = testClients();
-    const [topic = ''] = await testTopics(kafka, ['read-commit'], 2);
-    const producer = await producerFor(kafka);
+    const { kafka, topic, producer } = await topicAndProducer('read-commit', 2);
     await producer.transaction([
       { topic, key: 'a', value: Buffer.from('1'), partition: 0 },
       { topic, key: 'b', value: Buffer.from('2'), partition: 1 },
@@ -82,9 +87,7 @@ describe('reading a topic to its end (read_committed)', () => {
   });
 
   it('stops at the end when the topic ends with an aborted transaction and its marker', async () => {
-    const { kafka } = testClients();
-    const [topic = ''] = await testTopics(kafka, ['read-abort'], 2);
-    const producer = await producerFor(kafka);
+    const { kafka, topic, producer } = await topicAndProducer('read-abort', 2);
     await producer.transaction([
       { topic, key: 'a', value: Buffer.from('1'), partition: 0 },
       { topic, key: 'b', value: Buffer.from('2'), partition: 1 },
@@ -103,9 +106,7 @@ describe('reading a topic to its end (read_committed)', () => {
   });
 
   it('does not wait for a transaction still open at start, and never shows its records', async () => {
-    const { kafka } = testClients();
-    const [topic = ''] = await testTopics(kafka, ['read-open']);
-    const producer = await producerFor(kafka);
+    const { kafka, topic, producer } = await topicAndProducer('read-open');
     await producer.transaction([{ topic, key: 'a', value: Buffer.from('committed') }]);
     await markersWritten(kafka, topic, [2]);
     const open = await producer.begin();
@@ -117,9 +118,7 @@ describe('reading a topic to its end (read_committed)', () => {
   });
 
   it('with awaitOpenTransactions, waits for a transaction open at start and reads what was committed after it', async () => {
-    const { kafka } = testClients();
-    const [topic = ''] = await testTopics(kafka, ['read-through']);
-    const producer = await producerFor(kafka);
+    const { kafka, topic, producer } = await topicAndProducer('read-through');
     const other = await producerFor(kafka);
     await producer.transaction([{ topic, key: 'a', value: Buffer.from('before') }]);
     const open = await other.begin();
@@ -163,9 +162,7 @@ describe('reading a topic to its end (read_committed)', () => {
   });
 
   it('starts each partition at its given offset and reports the positions reached', async () => {
-    const { kafka } = testClients();
-    const [topic = ''] = await testTopics(kafka, ['read-start'], 2);
-    const producer = await producerFor(kafka);
+    const { kafka, topic, producer } = await topicAndProducer('read-start', 2);
     await producer.transaction([
       { topic, key: 'a', value: Buffer.from('a1'), partition: 0 },
       { topic, key: 'a', value: Buffer.from('a2'), partition: 0 },
@@ -211,9 +208,7 @@ describe('reading a topic to its end (read_committed)', () => {
   });
 
   it('ends with the error of a failing callback', async () => {
-    const { kafka } = testClients();
-    const [topic = ''] = await testTopics(kafka, ['read-fail']);
-    const producer = await producerFor(kafka);
+    const { kafka, topic, producer } = await topicAndProducer('read-fail');
     await producer.transaction([{ topic, key: 'a', value: Buffer.from('1') }]);
     await markersWritten(kafka, topic, [2]);
     const boom = new Error('cannot apply');
@@ -225,9 +220,7 @@ describe('reading a topic to its end (read_committed)', () => {
   });
 
   it('rejects with AbortedError when aborted before the end', async () => {
-    const { kafka } = testClients();
-    const [topic = ''] = await testTopics(kafka, ['read-abort-signal']);
-    const producer = await producerFor(kafka);
+    const { kafka, topic, producer } = await topicAndProducer('read-abort-signal');
     await producer.transaction([{ topic, key: 'a', value: Buffer.from('1') }]);
     const controller = new AbortController();
     controller.abort();
@@ -237,9 +230,7 @@ describe('reading a topic to its end (read_committed)', () => {
   });
 
   it('ends with AbortedError when aborted while its broker does not answer', async () => {
-    const { kafka } = testClients();
-    const [topic = ''] = await testTopics(kafka, ['read-unanswered']);
-    const producer = await producerFor(kafka);
+    const { kafka, topic, producer } = await topicAndProducer('read-unanswered');
     await producer.transaction([{ topic, key: 'a', value: Buffer.from('1') }]);
     // The broker gone between the end offsets and the read: connections open, nothing answers.
     const sockets: Socket[] = [];
@@ -281,9 +272,7 @@ describe('reading a topic to its end (read_committed)', () => {
   });
 
   it('in follow mode, reports the snapshot, then applies records written later until aborted', async () => {
-    const { kafka } = testClients();
-    const [topic = ''] = await testTopics(kafka, ['read-follow'], 2);
-    const producer = await producerFor(kafka);
+    const { kafka, topic, producer } = await topicAndProducer('read-follow', 2);
     await producer.transaction([{ topic, key: 'a', value: Buffer.from('before'), partition: 0 }]);
     await markersWritten(kafka, topic, [2, 0]);
 

@@ -457,10 +457,17 @@ const offsets = {
 };
 
 /** A fake cluster whose manager has begun a transaction and enrolled `partitions` in it. */
-async function enrolled(v: Versions) {
+/** A fake cluster whose producer has its id and has begun a transaction. */
+async function begun(v: Versions) {
   const fake = fakeCluster(v);
   await fake.eos.initProducerId();
   fake.eos.beginTransaction();
+  return fake;
+}
+
+/** begun, with the reply partitions enrolled in the transaction. */
+async function enrolled(v: Versions) {
+  const fake = await begun(v);
   await fake.eos.addPartitionsToTransaction(partitions);
   return fake;
 }
@@ -497,9 +504,7 @@ describe('the transaction manager', () => {
   });
 
   it("on v1 is kafkajs's flow: both Add requests, and the epoch kept", async () => {
-    const { eos, calls } = fakeCluster(versions(1));
-    await eos.initProducerId();
-    eos.beginTransaction();
+    const { eos, calls } = await begun(versions(1));
     eos.updateSequence('replies', 0, 3);
     await eos.addPartitionsToTransaction(partitions);
     await eos.addPartitionsToTransaction(partitions); // already in: not asked again
@@ -590,9 +595,7 @@ describe('the transaction manager', () => {
 
   it("retries TxnOffsetCommit after a moved or loading coordinator (kafkajs's names for them never matched)", async () => {
     for (const level of [1, 2]) {
-      const { eos, calls, faults } = fakeCluster(versions(level));
-      await eos.initProducerId();
-      eos.beginTransaction();
+      const { eos, calls, faults } = await begun(versions(level));
       faults.txnOffsetCommit.push(createErrorFromCode(16), createErrorFromCode(15), createErrorFromCode(14));
       await eos.sendOffsets(offsets);
       const commit = level === 2 ? 'TxnOffsetCommitV5' : 'TxnOffsetCommit';
@@ -602,9 +605,7 @@ describe('the transaction manager', () => {
 
   it('retries TxnOffsetCommit answered REQUEST_TIMED_OUT after a new lookup, and any other retriable answer, as the Java client does', async () => {
     for (const level of [1, 2]) {
-      const { eos, calls, faults, lookups } = fakeCluster(versions(level));
-      await eos.initProducerId();
-      eos.beginTransaction();
+      const { eos, calls, faults, lookups } = await begun(versions(level));
       // REQUEST_TIMED_OUT (a group coordinator before Kafka 4.0), NOT_ENOUGH_REPLICAS_AFTER_APPEND.
       faults.txnOffsetCommit.push(createErrorFromCode(7), createErrorFromCode(20));
       const before = lookups();
@@ -619,9 +620,7 @@ describe('the transaction manager', () => {
 
   it('does not retry a TxnOffsetCommit the coordinator refused (a stale member, fenced)', async () => {
     for (const code of [22, 25, 90]) {
-      const { eos, calls, faults } = fakeCluster(versions(2));
-      await eos.initProducerId();
-      eos.beginTransaction();
+      const { eos, calls, faults } = await begun(versions(2));
       faults.txnOffsetCommit.push(createErrorFromCode(code));
       await expect(eos.sendOffsets(offsets)).rejects.toMatchObject({ code });
       expect(calls).toEqual(['InitProducerId', 'TxnOffsetCommitV5 e0']);
@@ -642,9 +641,7 @@ describe('the transaction manager', () => {
       },
     ];
     for (const { v, expected } of cases) {
-      const { eos, calls } = fakeCluster(v);
-      await eos.initProducerId();
-      eos.beginTransaction();
+      const { eos, calls } = await begun(v);
       const topics = [{ topic: 'requests', partitions: [{ partition: 0, offset: '5' }] }];
       offsetsMemberships.set(topics, { generationId: 3, memberId: 'm-1' });
       await eos.sendOffsets({ consumerGroupId: 'g', topics });
@@ -664,9 +661,7 @@ describe('the transaction manager', () => {
 
   it('sends no EndTxn for a transaction that enrolled nothing, on either protocol', async () => {
     for (const level of [1, 2]) {
-      const { eos, calls } = fakeCluster(versions(level));
-      await eos.initProducerId();
-      eos.beginTransaction();
+      const { eos, calls } = await begun(versions(level));
       await eos.commit();
       eos.beginTransaction();
       await eos.abort();

@@ -1,14 +1,13 @@
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { IncomingRecord } from '../../src/kafka/index.ts';
-import { testClients, testTopics } from '../helpers/kafka.ts';
+import { testClients, testProducer, testTopics } from '../helpers/kafka.ts';
 import { writeBomb } from './unreadable-batches.fixtures.ts';
 
 describe('an unreadable record batch (a real broker)', () => {
   it('is read as one record naming the batch, and the records after it are read', async () => {
     const { kafka } = testClients();
     const [topic = ''] = await testTopics(kafka, ['unreadable-batch']);
-    const producer = await kafka.producer();
-    onTestFinished(() => producer.close());
+    const producer = await testProducer(kafka);
     await producer.send([{ topic, key: 'before', value: Buffer.from('1') }]);
     const bomb = await writeBomb(topic);
     await producer.send([

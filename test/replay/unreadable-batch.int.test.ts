@@ -1,6 +1,6 @@
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.ts';
-import { testClients, testTopics } from '../helpers/kafka.ts';
+import { testClients, testProducer, testTopics } from '../helpers/kafka.ts';
 import { stackEnv } from '../helpers/stack.ts';
 import { writeBomb } from '../kafka/unreadable-batches.fixtures.ts';
 
@@ -8,8 +8,7 @@ describe('replay of an alerts topic holding a record batch that cannot be read',
   it('stops naming the batch, or with --skip-undecodable skips it with a warning and applies the records after it', async () => {
     const { kafka } = testClients();
     const [topic = ''] = await testTopics(kafka, ['replay-unreadable']);
-    const producer = await kafka.producer();
-    onTestFinished(() => producer.close());
+    const producer = await testProducer(kafka);
     // Tombstones need no registry: the table stays empty, and each counts as an event applied.
     await producer.send([{ topic, key: 'DE89370400440532013000', value: null }]);
     const bomb = await writeBomb(topic);

@@ -7,14 +7,14 @@ import { startConnector } from '../../src/connector/index.ts';
 import { createKafkaClient } from '../../src/kafka/index.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { replayAlerts } from '../../src/replay/index.ts';
-import { createVerificationClient } from '../../src/requester/index.ts';
-import { createSandbox } from '../../src/sandbox/index.ts';
+import { clientConfigOf, createVerificationClient } from '../../src/requester/index.ts';
+import { createSandbox, sandboxUpstreamEnv } from '../../src/sandbox/index.ts';
 import { SCRAM_USER, type SecuredKafka, startSecuredKafka } from '../../src/stack/secured.ts';
 import { startVerifier } from '../../src/verifier/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { collect } from '../helpers/kafka.ts';
 import { OAUTH_AUDIENCE, type OAuthServer, startOAuthServer } from '../helpers/oauth-server.ts';
-import { uniqueName } from '../helpers/stack.ts';
+import { connectorNamesEnv, uniqueName, verifierNamesEnv } from '../helpers/stack.ts';
 
 const IBAN = 'DE89370400440532013000';
 
@@ -80,20 +80,11 @@ async function secureRound(listener: Listener) {
   const env = {
     ...kafkaEnv(listener),
     SCHEMA_REGISTRY_URL: inject('schemaRegistryUrl'),
-    API_BASE_URL: url,
-    API_KEY: 'sandbox-key',
-    ALLOW_SANDBOX_UPSTREAM: 'true',
-    ALERTS_TOPIC: `${prefix}.alerts`,
+    ...sandboxUpstreamEnv(url),
+    ...connectorNamesEnv(prefix),
     ALERTS_TOPIC_PARTITIONS: '2',
-    ALERTS_DLQ_TOPIC: `${prefix}.dlq`,
-    CONNECTOR_OFFSETS_TOPIC: `${prefix}.offsets`,
-    CONNECTOR_NAME: prefix,
     POLL_INTERVAL_MS: '50',
-    VERIFY_REQUESTS_TOPIC: `${prefix}.requests`,
-    VERIFY_REPLIES_TOPIC: `${prefix}.replies.default`,
-    VERIFY_DLQ_TOPIC: `${prefix}.vop-dlq`,
-    VERIFY_GROUP_ID: `${prefix}-group`,
-    VERIFY_REPLY_TOPICS: `^${prefix}\\.replies\\..*`,
+    ...verifierNamesEnv(prefix, `${prefix}.vop-dlq`),
     VERIFY_TOPIC_PARTITIONS: '2',
     HTTP_PORT: '0',
     HTTP_HOST: '127.0.0.1',
@@ -132,12 +123,7 @@ describe('Kafka over TLS, mutual TLS, SCRAM-SHA-512 and OAUTHBEARER on a secured
       const verifierConfig = loadVerifierConfig(env);
       const verifier = await startVerifier(verifierConfig, logger, { instanceId: listener });
       onTestFinished(() => verifier.stop());
-      const client = createVerificationClient({
-        kafka: verifierConfig.kafka,
-        registry: verifierConfig.registry,
-        requestsTopic: verifierConfig.verifier.requestsTopic,
-        replyTopic: verifierConfig.verifier.repliesTopic,
-      });
+      const client = createVerificationClient(clientConfigOf(verifierConfig));
       onTestFinished(() => client.close());
       const reply = await client.verify(
         { iban: IBAN, partyName: sandbox.holderName(IBAN) },

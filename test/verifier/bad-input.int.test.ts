@@ -1,7 +1,8 @@
 import { createServer } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { IncomingRecord, OutgoingRecord } from '../../src/kafka/index.ts';
-import { collect } from '../helpers/kafka.ts';
+import { expectCleanStop } from '../helpers/cli.ts';
+import { collect, testProducer } from '../helpers/kafka.ts';
 import { header, verifierHarness } from './harness.ts';
 
 const IBAN = 'DE89370400440532013000';
@@ -56,8 +57,7 @@ async function verifierWithBroadAllowList() {
     [alertsTopic, containing].map((topic) => ({ topic, partitions: 1, replicationFactor: 1, configs: {} })),
   );
   onTestFinished(() => h.admin.deleteTopics([alertsTopic, containing]).catch(() => {}));
-  const producer = await h.kafka.producer();
-  onTestFinished(() => producer.close());
+  const producer = await testProducer(h.kafka);
   const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
   const dlq = await collect(h.kafka, h.config.verifier.dlqTopic);
   const alerts = await collect(h.kafka, alertsTopic, 'read_uncommitted');
@@ -117,8 +117,7 @@ describe('verifier: one bad request never stops it, on a real broker', () => {
     expect(await metric('fraudlink_verifier_reply_topic_refused_total')).toBe(cases.length);
     expect(alerts.records).toEqual([]);
     expect(verifier.child.exitCode).toBeNull();
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
   });
 
   it('refuses an over-long key, correlation id, name or IBAN before any work, and answers the requests behind each', async () => {
@@ -154,18 +153,15 @@ describe('verifier: one bad request never stops it, on a real broker', () => {
     // No log line carries the inputs whole.
     expect(verifier.stderr()).not.toMatch(/k{200}|c{200}|x{200}|3{96}/);
     expect(verifier.child.exitCode).toBeNull();
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
   });
 
   it('moves the replies meant for a reply topic deleted after its first reply to the default topic, and answers the requests behind them', async () => {
     const h = await verifierHarness();
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
+    const producer = await testProducer(h.kafka);
     const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
     const custom = await collect(h.kafka, h.customReplyTopic);
-    const verifier = h.start();
-    await verifier.logLine(ready);
+    const verifier = await h.started();
     const requests = h.config.verifier.requestsTopic;
     const toCustom = (id: string) =>
       request(requests, id, { headers: { kafka_replyTopic: h.customReplyTopic } });
@@ -189,7 +185,6 @@ describe('verifier: one bad request never stops it, on a real broker', () => {
     expect(json(seen.find((x) => keyOf(x) === 'after-delete'))).toMatchObject({ outcome: 'COMPLETED' });
     await moved;
     expect(verifier.child.exitCode).toBeNull();
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
   }, 180_000);
 });

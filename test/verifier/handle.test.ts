@@ -13,12 +13,13 @@ import {
   type SchemaRegistryClient,
   type UnreadableBatch,
 } from '../../src/kafka/index.ts';
-import { createLogger, silentLogger } from '../../src/logger.ts';
+import { createLogger } from '../../src/logger.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { type HandlerDeps, handleRequest } from '../../src/verifier/handle.ts';
 import { createVerifierMetrics } from '../../src/verifier/metrics.ts';
 import { RefusedReplyTopics } from '../../src/verifier/refused-topics.ts';
 import { logCapture } from '../helpers/log.ts';
+import { testHandlerDeps } from './deps.ts';
 
 const IBAN = 'DE89370400440532013000';
 
@@ -56,17 +57,11 @@ function jsonRequest(headers: Record<string, Buffer> = {}): IncomingRecord {
 
 /** Handler dependencies with an upstream that answers MTCH and reply topics of 3 partitions. */
 function deps(overrides: Partial<HandlerDeps> = {}): HandlerDeps {
-  return {
-    config: config.verifier,
+  return testHandlerDeps(config.verifier, {
     api: { verify: async () => ({ partyNameMatch: 'MTCH' }) },
-    registry: {} as never,
     replyEncoder: async () => Promise.reject(new Error('a JSON request gets a JSON reply')),
-    partitionCount: async () => 3,
-    dlqMaxBytes: 1_048_588,
-    metrics: createVerifierMetrics(new Registry()),
-    logger: silentLogger(),
     ...overrides,
-  };
+  });
 }
 
 /** One JSON request through the handler; returns the log lines. */

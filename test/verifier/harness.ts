@@ -1,12 +1,13 @@
 import { onTestFinished } from 'vitest';
 import { loadVerifierConfig } from '../../src/config/index.ts';
 import type { IncomingRecord } from '../../src/kafka/index.ts';
-import { createVerificationClient } from '../../src/requester/index.ts';
-import { createSandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
+import { clientConfigOf, createVerificationClient } from '../../src/requester/index.ts';
+import type { SandboxOptions } from '../../src/sandbox/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { runCli } from '../helpers/cli.ts';
-import { collect, testClients } from '../helpers/kafka.ts';
-import { stackEnv, uniqueName } from '../helpers/stack.ts';
+import { collect, testClients, testProducer } from '../helpers/kafka.ts';
+import { testSandbox } from '../helpers/sandbox.ts';
+import { uniqueName, verifierNamesEnv } from '../helpers/stack.ts';
 
 /**
  * Topic settings for the harness to create its topics with; `dlq: false` leaves the DLQ topic for
@@ -20,25 +21,13 @@ export interface HarnessTopics {
 
 /** A sandbox, unique topics and group, and the environment of a verifier pointed at them. */
 export async function verifierHarness(sandboxOptions: SandboxOptions = {}, topics: HarnessTopics = {}) {
-  const sandbox = createSandbox({ port: 0, alerts: 50, changesPerSec: 0, rateLimit: 0, ...sandboxOptions });
-  const { url } = await sandbox.start();
-  onTestFinished(() => sandbox.stop());
+  const { sandbox, env: sandboxEnv } = await testSandbox({ alerts: 50, ...sandboxOptions });
   const prefix = uniqueName('vop').replace(/\./g, '-');
   const env = {
-    ...stackEnv(),
-    API_BASE_URL: url,
-    // The sandbox marks its answers; without this the component refuses it as its upstream.
-    ALLOW_SANDBOX_UPSTREAM: 'true',
-    API_KEY: 'sandbox-key',
-    VERIFY_REQUESTS_TOPIC: `${prefix}.requests`,
-    VERIFY_REPLIES_TOPIC: `${prefix}.replies.default`,
-    VERIFY_DLQ_TOPIC: `${prefix}.dlq`,
-    VERIFY_GROUP_ID: `${prefix}-group`,
-    VERIFY_REPLY_TOPICS: `^${prefix}\\.replies\\..*`,
+    ...sandboxEnv,
+    ...verifierNamesEnv(prefix),
     VERIFY_TOPIC_PARTITIONS: '3',
     VERIFY_DEFAULT_DEADLINE_MS: '5000',
-    HTTP_PORT: '0',
-    HTTP_HOST: '127.0.0.1',
   };
   const config = loadVerifierConfig(env);
   const { kafka, registry } = testClients();
@@ -63,6 +52,12 @@ export async function verifierHarness(sandboxOptions: SandboxOptions = {}, topic
   });
   const start = (instance = 'one', extraEnv: Record<string, string> = {}) =>
     runCli(['verifier', '--instance-id', instance], { ...env, ...extraEnv });
+  /** `start`, resolved once the verifier has started. */
+  const started = async (instance = 'one', extraEnv: Record<string, string> = {}) => {
+    const verifier = start(instance, extraEnv);
+    await verifier.logLine((l) => l.msg === 'verifier started');
+    return verifier;
+  };
   return {
     sandbox,
     env,
@@ -73,17 +68,23 @@ export async function verifierHarness(sandboxOptions: SandboxOptions = {}, topic
     prefix,
     customReplyTopic: `${prefix}.replies.custom`,
     start,
+    started,
+    /** A producer, and readers of the DLQ and the default reply topic: made before a start, they see all it writes. */
+    async observers() {
+      const producer = await testProducer(kafka);
+      const dlq = await collect(kafka, config.verifier.dlqTopic);
+      const replies = await collect(kafka, config.verifier.repliesTopic);
+      return { producer, dlq, replies };
+    },
     /**
      * A verifier started with SCHEMA_REGISTRY_URL at `registryUrl` (a proxy of the registry), with
      * a producer, readers of its default and custom reply topics, and an Avro encoder of requests.
      */
     async startedThrough(registryUrl: string) {
-      const producer = await kafka.producer();
-      onTestFinished(() => producer.close());
+      const producer = await testProducer(kafka);
       const replies = await collect(kafka, config.verifier.repliesTopic);
       const custom = await collect(kafka, `${prefix}.replies.custom`);
-      const verifier = start('one', { SCHEMA_REGISTRY_URL: registryUrl });
-      await verifier.logLine((l) => l.msg === 'verifier started');
+      const verifier = await started('one', { SCHEMA_REGISTRY_URL: registryUrl });
       const encoder = await registry.encoder(
         config.verifier.requestsTopic,
         loadSchema(SchemaNames.VerificationRequest),
@@ -91,13 +92,7 @@ export async function verifierHarness(sandboxOptions: SandboxOptions = {}, topic
       return { producer, replies, custom, verifier, encoder };
     },
     async client(format: 'avro' | 'json' = 'avro', replyTopic = config.verifier.repliesTopic) {
-      const client = createVerificationClient({
-        kafka: config.kafka,
-        registry: config.registry,
-        requestsTopic: config.verifier.requestsTopic,
-        replyTopic,
-        format,
-      });
+      const client = createVerificationClient({ ...clientConfigOf(config), replyTopic, format });
       onTestFinished(() => client.close());
       await client.ready();
       return client;

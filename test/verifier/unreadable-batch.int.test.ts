@@ -1,10 +1,10 @@
-import { describe, expect, it, onTestFinished } from 'vitest';
-import { collect } from '../helpers/kafka.ts';
+import { describe, expect, it } from 'vitest';
+import { expectCleanStop } from '../helpers/cli.ts';
+import { collect, testProducer } from '../helpers/kafka.ts';
 import { writeBomb } from '../kafka/unreadable-batches.fixtures.ts';
 import { header, verifierHarness } from './harness.ts';
 
 const IBAN = 'DE89370400440532013000';
-const ready = (l: Record<string, unknown>) => l.msg === 'verifier started';
 
 /** A JSON request for IBAN on partition 0, due in two minutes. */
 function request(topic: string, requestId: string) {
@@ -23,12 +23,10 @@ describe('verifier and a record batch of the requests topic that cannot be read'
   it('sends one DLQ record naming the batch, goes on, and answers the requests after it on the partition', async () => {
     const h = await verifierHarness();
     const { requestsTopic } = h.config.verifier;
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
+    const producer = await testProducer(h.kafka);
     const dlq = await collect(h.kafka, h.config.verifier.dlqTopic);
     const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
-    const verifier = h.start();
-    await verifier.logLine(ready);
+    const verifier = await h.started();
     await producer.send([request(requestsTopic, 'before')]);
     // 80 MiB of zeros in one ZSTD batch of two records: past the reader's 64 MiB bound.
     const bomb = await writeBomb(requestsTopic, { partition: 0 });
@@ -61,8 +59,7 @@ describe('verifier and a record batch of the requests topic that cannot be read'
     // The batch's compressed bytes, as the broker keeps them: a few KB.
     expect(dead?.value?.length).toBeGreaterThan(0);
     expect(verifier.stderr()).toMatch(/a record batch of the requests topic cannot be read/);
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
     // Committed past the batch and the requests after it.
     const committed = await h.admin.groupOffsets(h.config.verifier.groupId, requestsTopic);
     expect(committed.find((c) => c.partition === 0)?.offset).toBe(String(BigInt(bomb.lastOffset) + 4n));

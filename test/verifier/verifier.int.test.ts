@@ -2,15 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { TimeoutError } from '../../src/errors.ts';
 import { CODECS } from '../../src/kafka/codecs.ts';
-import { batchBytes, type Producer, subjectFor } from '../../src/kafka/index.ts';
+import { batchBytes, type IncomingRecord, type Producer, subjectFor } from '../../src/kafka/index.ts';
 import { REGISTRY_CLIENT_RETRIES } from '../../src/kafka/registry.ts';
 import { frame } from '../../src/kafka/wire-format.ts';
 import type { SandboxOptions } from '../../src/sandbox/index.ts';
 import { loadSchema, SchemaNames } from '../../src/schemas.ts';
 import { START_UP_RETRY_MESSAGE } from '../../src/start-up.ts';
 import { sendJson, serve } from '../api/servers.ts';
-import { expectStartUpStopped, runCli } from '../helpers/cli.ts';
-import { collect, denyTopic } from '../helpers/kafka.ts';
+import { expectCleanStop, expectStartUpStopped, runCli } from '../helpers/cli.ts';
+import { type Collector, collect, denyTopic, testProducer } from '../helpers/kafka.ts';
 import { DATE_TIME_JSON_SCHEMA, registeredSchema, registryProxy } from '../helpers/registry.ts';
 import { header, replyPartitionHeader, verifierHarness } from './harness.ts';
 
@@ -36,14 +36,23 @@ async function sendMatchingRequests(
   );
 }
 
+/** Resolves with the records collected once each of `ids` has a reply among them. */
+const answeringEach = (replies: Collector, ids: string[]) =>
+  replies.until((r) => new Set(r.map((x) => x.key?.toString())).size >= ids.length);
+
+/** The replies' keys name each of `ids` exactly once. */
+function expectEachAnsweredOnce(replies: IncomingRecord[], ids: string[]): void {
+  const keys = replies.map((r) => r.key?.toString() ?? '');
+  expect(keys.length).toBe(ids.length);
+  expect(new Set(keys)).toEqual(new Set(ids));
+}
+
 /** A started verifier on a harness of its own, a producer, and a reader of its default reply topic. */
 async function runningVerifier(sandboxOptions?: SandboxOptions) {
   const h = await verifierHarness(sandboxOptions);
-  const producer = await h.kafka.producer();
-  onTestFinished(() => producer.close());
+  const producer = await testProducer(h.kafka);
   const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
-  const verifier = h.start();
-  await verifier.logLine(ready);
+  const verifier = await h.started();
   return { h, producer, replies, verifier };
 }
 
@@ -70,8 +79,7 @@ function onPartitionZero(topic: string, requestId: string, now: number, replyTop
 describe('verifier against the sandbox, a real broker and a real registry', () => {
   it('answers every outcome through the requester client: MTCH, CMTC, NMTC, NOAP, INVALID_REQUEST', async () => {
     const h = await verifierHarness();
-    const verifier = h.start();
-    await verifier.logLine(ready);
+    const verifier = await h.started();
     const client = await h.client();
     const holder = h.sandbox.holderName(IBAN);
     const near = `${holder.slice(0, -1)}x`;
@@ -90,8 +98,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(badIban).toMatchObject({ outcome: 'INVALID_REQUEST', error: { code: 'REQUEST_IBAN_INVALID' } });
     expect(emptyName).toMatchObject({ outcome: 'INVALID_REQUEST', error: { code: 'REQUEST_NAME_INVALID' } });
     expect(typeof mtch.upstreamLatencyMs).toBe('number');
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
   });
 
   it('answers EXPIRED without calling upstream, and FAILED when upstream errors outlast the deadline', async () => {
@@ -113,8 +120,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(byKey['failed-1']).toMatchObject({ outcome: 'FAILED', error: { code: 'UPSTREAM_UNAVAILABLE' } });
     const verifyCalls = h.sandbox.requestLog().filter((r) => r.path === '/vop/v1/verify');
     expect(verifyCalls.length).toBeGreaterThan(1);
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
   });
 
   it('cuts an upstream call off at the deadline and answers FAILED with UPSTREAM_TIMEOUT', async () => {
@@ -132,15 +138,13 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
       },
     });
     expect(answer.respondedAt).toBeGreaterThanOrEqual(now + 1000);
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
   });
 
   it('reads LZ4 requests (the topic compresses them) and writes its replies with KAFKA_COMPRESSION (ZSTD)', async () => {
     // The requests topic's compression.type makes the broker recompress with Kafka's Java LZ4 codec.
     const h = await verifierHarness({}, { requests: { 'compression.type': 'lz4' } });
-    const verifier = h.start('one', { KAFKA_COMPRESSION: 'zstd' });
-    await verifier.logLine(ready);
+    const verifier = await h.started('one', { KAFKA_COMPRESSION: 'zstd' });
     // The requester client reads the replies in this process: each ZSTD batch passes its codec.
     const zstdRead = vi.spyOn(CODECS.ZSTD, 'decompress');
     onTestFinished(() => zstdRead.mockRestore());
@@ -155,18 +159,15 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
       { outcome: 'COMPLETED', nameMatch: 'NMTC' },
     ]);
     expect(zstdRead).toHaveBeenCalled();
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
   });
 
   it('serves a plain-JSON request from a non-TypeScript client, echoing a Spring binary correlation id and reply partition', async () => {
     const h = await verifierHarness();
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
+    const producer = await testProducer(h.kafka);
     const custom = await collect(h.kafka, h.customReplyTopic);
     const fallback = await collect(h.kafka, h.config.verifier.repliesTopic);
-    const verifier = h.start();
-    await verifier.logLine(ready);
+    const verifier = await h.started();
     const springId = Buffer.from('00112233445566778899aabbccddeeff', 'hex');
     const holder = h.sandbox.holderName(IBAN);
     await producer.send([
@@ -204,8 +205,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     const [refused] = await fallback.until((r) => r.length >= 1);
     expect(refused?.key?.toString()).toBe('refused-1');
     expect(header(refused as never, 'kafka_correlationId')).toBe('refused-1');
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
     expect(verifier.stderr()).toContain('kafka_replyTopic refused');
   });
 
@@ -221,8 +221,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     );
     expect(retry.retries).toBe(1);
     await verifier.logLine(ready);
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
   });
 
   it("replies on the default topic, with a warning, when the registry refuses the reply schema under kafka_replyTopic's subject (409), and does not ask again for later requests", async () => {
@@ -259,8 +258,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     const [, later] = await replies.until((r) => r.length >= 2);
     expect(later?.key?.toString()).toBe('subject-2');
     expect(registry.asked).toEqual(asked);
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
     expect(
       verifier.stderr().match(/the registry refuses the reply schema for kafka_replyTopic's subject/g),
     ).toHaveLength(1);
@@ -281,8 +279,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(reply?.key?.toString()).toBe('typo-1');
     // Not created by the lookup nor by a write (no producer or client may auto-create a topic).
     expect(await h.admin.partitionCount(typo)).toBe(0);
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
     expect(verifier.stderr()).toContain('reply topic does not exist');
   });
 
@@ -341,8 +338,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     await expect
       .poll(() => h.admin.groupOffsets(h.config.verifier.groupId, requestsTopic), { timeout: 30_000 })
       .toContainEqual({ partition: 0, offset: '5' });
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
     expect(verifier.stderr().match(/the broker refuses kafka_replyTopic for good/g)).toHaveLength(1);
     expect(verifier.stderr()).toContain('kafka_replyTopic refused by the broker lately');
     const written: unknown[] = [];
@@ -373,8 +369,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     await expect
       .poll(() => h.admin.groupOffsets(h.config.verifier.groupId, requestsTopic), { timeout: 30_000 })
       .toContainEqual({ partition: 0, offset: '3' });
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
     expect(verifier.stderr().match(/the broker refuses kafka_replyTopic's metadata/g)).toHaveLength(1);
     expect(verifier.stderr()).toContain('kafka_replyTopic refused by the broker lately');
   });
@@ -405,19 +400,14 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     for (const key of ['partition-3', 'partition--1']) {
       expect(JSON.parse(byKey.get(key)?.value?.toString() ?? '')).toMatchObject({ nameMatch: 'MTCH' });
     }
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
     expect(verifier.stderr()).toContain('kafka_replyPartition out of range');
   });
 
   it('sends an unreadable value to the DLQ unchanged, its headers kept, and answers INVALID_REQUEST in the declared format', async () => {
     const h = await verifierHarness();
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
-    const dlq = await collect(h.kafka, h.config.verifier.dlqTopic);
-    const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
-    const verifier = h.start();
-    await verifier.logLine(ready);
+    const { producer, dlq, replies } = await h.observers();
+    const verifier = await h.started();
     await producer.send([
       { topic: h.config.verifier.requestsTopic, key: 'garbage-avro', value: Buffer.from([7, 7, 7, 7, 7, 7]) },
       {
@@ -448,8 +438,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect((await h.registry.decode(avroReply?.value ?? null)).value).toMatchObject({
       outcome: 'INVALID_REQUEST',
     });
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
   });
 
   it('sends a value framed with the id of a schema that is not Avro to the DLQ, and answers the request after it', async () => {
@@ -478,17 +467,14 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
       requestId: 'after-it',
       outcome: 'COMPLETED',
     });
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
   });
 
   it('copies an unreadable request as large as the requests topic takes to the DLQ it creates, headers added', async () => {
     // The harness leaves the DLQ topic to the verifier.
     const h = await verifierHarness({}, { dlq: false });
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
-    const verifier = h.start();
-    await verifier.logLine(ready);
+    const producer = await testProducer(h.kafka);
+    const verifier = await h.started();
     // The collector starts once the verifier has created the DLQ topic (it would otherwise be
     // created on first use, with the broker's defaults).
     const dlq = await collect(h.kafka, h.config.verifier.dlqTopic);
@@ -502,16 +488,12 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     ]);
     expect(dead?.value?.equals(value)).toBe(true);
     expect(header(dead as never, 'error-code')).toBe('REQUEST_UNREADABLE');
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
   });
 
   it('cuts down the DLQ copy of an unreadable request too large for an existing DLQ topic, and answers the next request', async () => {
     const h = await verifierHarness({}, { dlq: { 'max.message.bytes': '4000' } });
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
-    const dlq = await collect(h.kafka, h.config.verifier.dlqTopic);
-    const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
+    const { producer, dlq, replies } = await h.observers();
     const verifier = h.start();
     await verifier.logLine(
       (l) => typeof l.msg === 'string' && l.msg.startsWith('the DLQ topic takes smaller records'),
@@ -537,18 +519,13 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(copy?.value?.length).toBeGreaterThan(3_000);
     expect(copy?.value?.equals(value.subarray(0, copy.value.length))).toBe(true);
     expect(verifier.stderr()).toContain('cut down to fit');
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
   });
 
   it("with KAFKA_COMPRESSION, measures DLQ copies uncompressed: one over the DLQ topic's limit is cut down, whatever it compresses to", async () => {
     const h = await verifierHarness({}, { dlq: { 'max.message.bytes': '4000' } });
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
-    const dlq = await collect(h.kafka, h.config.verifier.dlqTopic);
-    const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
-    const verifier = h.start('one', { KAFKA_COMPRESSION: 'zstd' });
-    await verifier.logLine(ready);
+    const { producer, dlq, replies } = await h.observers();
+    const verifier = await h.started('one', { KAFKA_COMPRESSION: 'zstd' });
     const { requestsTopic } = h.config.verifier;
     // 3,000 bytes fit the DLQ's 4,000 whole; 5,000 of random bytes (which do not compress) do not.
     await producer.send([
@@ -567,16 +544,14 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     expect(noise?.value?.length).toBeLessThan(4_000);
     // Both requests are answered INVALID_REQUEST, and their offsets committed.
     await replies.until((r) => r.length >= 2);
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
     const committed = await h.admin.groupOffsets(h.config.verifier.groupId, requestsTopic);
     expect(committed.find((c) => c.partition === 1)?.offset).toBe('2');
   });
 
   it('gives every request exactly one reply even when the verifier is killed with SIGKILL mid-load', async () => {
     const h = await verifierHarness({ faults: { latencyMs: 5 } });
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
+    const producer = await testProducer(h.kafka);
     const ids = Array.from({ length: 400 }, (_, i) => `load-${i}`);
     await sendMatchingRequests(h, producer, ids);
     const uncommitted = await collect(h.kafka, h.config.verifier.repliesTopic, 'read_uncommitted');
@@ -586,25 +561,22 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
       verifier.child.kill('SIGKILL');
       expect(await verifier.exited, `kill ${i}`).toBe('SIGKILL');
     }
-    const last = h.start();
+    // Awaited: the killed instances may have committed every reply, and a SIGTERM that comes before
+    // the verifier has set up its signal handling ends it by the signal, not with exit 0.
+    const last = await h.started();
     const committed = await collect(h.kafka, h.config.verifier.repliesTopic, 'read_committed');
-    const replies = await committed.until((r) => new Set(r.map((x) => x.key?.toString())).size >= ids.length);
-    last.child.kill('SIGTERM');
-    expect(await last.exited).toBe(0);
-    const keys = replies.map((r) => r.key?.toString() ?? '');
-    expect(keys.length).toBe(ids.length);
-    expect(new Set(keys)).toEqual(new Set(ids));
+    const replies = await answeringEach(committed, ids);
+    await expectCleanStop(last);
+    expectEachAnsweredOnce(replies, ids);
   });
 
   it('answers each request once when a second instance joins while every request is in flight', async () => {
     // Slow enough upstream that the rebalance comes while the first instance still waits on every call.
     const h = await verifierHarness({ faults: { latencyMs: 6000 } });
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
+    const producer = await testProducer(h.kafka);
     const uncommitted = await collect(h.kafka, h.config.verifier.repliesTopic, 'read_uncommitted');
     const committed = await collect(h.kafka, h.config.verifier.repliesTopic, 'read_committed');
-    const one = runCli(['verifier', '--instance-id', 'one'], { ...h.env, LOG_LEVEL: 'debug' });
-    await one.logLine(ready);
+    const one = await h.started('one', { LOG_LEVEL: 'debug' });
     const ids = Array.from({ length: 30 }, (_, i) => `rebalance-${i}`);
     await sendMatchingRequests(h, producer, ids);
     // kafkajs then fetches the partitions the first instance keeps again from their committed offset.
@@ -612,23 +584,16 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     const two = h.start('two');
     await Promise.all([rejoined, two.logLine(ready)]);
     expect(uncommitted.records.length, 'replies before the rebalance').toBe(0);
-    const replies = await committed.until((r) => new Set(r.map((x) => x.key?.toString())).size >= ids.length);
-    for (const verifier of [one, two]) {
-      verifier.child.kill('SIGTERM');
-      expect(await verifier.exited).toBe(0);
-    }
-    const keys = replies.map((r) => r.key?.toString() ?? '');
-    expect(keys.length).toBe(ids.length);
-    expect(new Set(keys)).toEqual(new Set(ids));
+    const replies = await answeringEach(committed, ids);
+    await expectCleanStop(one, two);
+    expectEachAnsweredOnce(replies, ids);
   });
 
   it('answers each request once when an instance is cut off from its group mid-load (SIGSTOP past its session) and comes back', async () => {
     // Answers come 3 s after each call: the first instance is stopped while it waits on every one.
     const h = await verifierHarness({ faults: { latencyMs: 3000 } });
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
-    const one = h.start('one', { LOG_LEVEL: 'debug' });
-    await one.logLine(ready);
+    const producer = await testProducer(h.kafka);
+    const one = await h.started('one', { LOG_LEVEL: 'debug' });
     const ids = Array.from({ length: 30 }, (_, i) => `cut-off-${i}`);
     let asked = 0;
     const allAsked = one.logLine((l) => l.msg === 'asking upstream' && ++asked === ids.length);
@@ -639,35 +604,27 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     // every partition and answers every request from the committed offsets.
     const committed = await collect(h.kafka, h.config.verifier.repliesTopic, 'read_committed');
     const two = h.start('two');
-    await committed.until((r) => new Set(r.map((x) => x.key?.toString())).size >= ids.length);
+    await answeringEach(committed, ids);
     // The first instance comes back, with its answers from upstream waiting, and learns that it is
     // no longer a member; whether it first commits or first rejoins, none of its answers may commit.
     const rejoined = one.logLine((l) => l.msg === 'Consumer has joined the group');
     one.child.kill('SIGCONT');
     await rejoined;
-    for (const verifier of [one, two]) {
-      verifier.child.kill('SIGTERM');
-      expect(await verifier.exited).toBe(0);
-    }
-    const replies: string[] = [];
-    await h.kafka.readTopic(h.config.verifier.repliesTopic, (records) => {
-      for (const r of records) replies.push(r.key?.toString() ?? '');
-    });
-    expect(replies.length).toBe(ids.length);
-    expect(new Set(replies)).toEqual(new Set(ids));
+    await expectCleanStop(one, two);
+    const replies: IncomingRecord[] = [];
+    await h.kafka.readTopic(h.config.verifier.repliesTopic, (records) => void replies.push(...records));
+    expectEachAnsweredOnce(replies, ids);
   });
 
   it('gives the requester the FAILED reply of a request cut off at its deadline, not its own timeout', async () => {
     const h = await verifierHarness({ faults: { latencyMs: 10_000 } });
-    const verifier = h.start();
-    await verifier.logLine(ready);
+    const verifier = await h.started();
     const client = await h.client('json');
     // The client's vop-deadline fell at its timeout: the reply came after the caller had given up.
     const reply = await client.verify({ iban: IBAN, partyName: 'Anna Schmidt' }, { timeoutMs: 4000 });
     expect(reply).toMatchObject({ outcome: 'FAILED', error: { code: 'UPSTREAM_TIMEOUT' } });
     expect(client.stats.late).toBe(0);
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
   });
 
   it('times out a request in the requester client and ignores its late reply', async () => {
@@ -679,8 +636,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     await expect(client.verify({ iban: IBAN, partyName: holder }, { timeoutMs: 150 })).rejects.toBeInstanceOf(
       TimeoutError,
     );
-    const verifier = h.start();
-    await verifier.logLine(ready);
+    const verifier = await h.started();
     // The next answer arrives after the late one: by then the late reply has been seen and set aside.
     const ok = await client.verify({ iban: IBAN, partyName: holder }, { timeoutMs: 10_000 });
     expect(ok).toMatchObject({ outcome: 'COMPLETED', nameMatch: 'MTCH' });
@@ -700,8 +656,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
     ).rejects.toThrow(/closed/);
     await client.close();
     await closing;
-    verifier.child.kill('SIGTERM');
-    expect(await verifier.exited).toBe(0);
+    await expectCleanStop(verifier);
   });
 
   it('stops with exit 0 on a SIGTERM that arrives during start-up, instead of losing it', async () => {
@@ -738,8 +693,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
   it('stops with exit code 3 when the upstream refuses the API key, leaving the request unanswered', async () => {
     const h = await verifierHarness();
     const replies = await collect(h.kafka, h.config.verifier.repliesTopic);
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
+    const producer = await testProducer(h.kafka);
     const verifier = runCli(['verifier', '--instance-id', 'bad-key'], { ...h.env, API_KEY: 'not-a-tenant' });
     await verifier.logLine(ready);
     await producer.send([
@@ -783,8 +737,7 @@ describe('verifier against the sandbox, a real broker and a real registry', () =
       });
     });
     onTestFinished(() => upstream.close());
-    const producer = await h.kafka.producer();
-    onTestFinished(() => producer.close());
+    const producer = await testProducer(h.kafka);
     const verifier = runCli(['verifier', '--instance-id', 'refused-midway'], {
       ...h.env,
       API_BASE_URL: upstream.url,

@@ -15,6 +15,7 @@ import type { HeldReplyLimits } from '../../src/verifier/held-replies.ts';
 import { createVerifierMetrics } from '../../src/verifier/metrics.ts';
 import { createVerifier, LIVENESS_MS } from '../../src/verifier/verifier.ts';
 import { logCapture } from '../helpers/log.ts';
+import { testHandlerDeps } from './deps.ts';
 
 /** An upstream answer the test releases when it chooses. */
 function heldAnswers() {
@@ -188,13 +189,7 @@ async function startedVerifier(
   const verifier = createVerifier({
     kafka,
     transactionalId: 'fraudlink-verifier-test',
-    config: config.verifier,
-    api: { verify } as never,
-    registry: {} as never,
-    replyEncoder: async () => Promise.reject(new Error('not used')),
-    partitionCount: async () => 3,
-    dlqMaxBytes: 1_048_588,
-    metrics,
+    ...testHandlerDeps(config.verifier, { api: { verify } as never, metrics }),
     logger: options.logger ?? silentLogger(),
     ...(options.drainTimeoutMs !== undefined && { drainTimeoutMs: options.drainTimeoutMs }),
     ...(options.failCloseMs !== undefined && { failCloseMs: options.failCloseMs }),
@@ -792,14 +787,7 @@ describe('verifier liveness during start-up', () => {
     const verifier = createVerifier({
       kafka,
       transactionalId: 'fraudlink-verifier-test',
-      config: config.verifier,
-      api: {} as never,
-      registry: {} as never,
-      replyEncoder: async () => Promise.reject(new Error('not used')),
-      partitionCount: async () => 3,
-      dlqMaxBytes: 1_048_588,
-      metrics: createVerifierMetrics(new Registry()),
-      logger: silentLogger(),
+      ...testHandlerDeps(config.verifier),
       now: () => clock,
     });
     // Start-up's own loop (start-up.ts outlasting) calls start() again after each backoff.
