@@ -95,6 +95,21 @@ describe('the alert store', () => {
     expect([store.rows(), store.updatedAt()]).toEqual([1, 3]);
   });
 
+  it('shows each commit to the lookups that follow it, with lookups between commits', async () => {
+    const store = openAlertStore(await storePath());
+    onTestFinished(() => store.close());
+    for (let n = 1; n <= 3; n++) {
+      store.apply({ partition: 0, next: BigInt(n), events: [upsert('A', n), upsert(`K${n}`, n)] }, n);
+      expect(store.get('A')).toEqual(n === 1 ? undefined : alert('A', n - 1));
+      store.commit();
+      expect(store.get('A')).toEqual(alert('A', n));
+      expect(store.page({ limit: 10 }).alerts.map((a) => a.iban)).toEqual([
+        'A',
+        ...Array.from({ length: n }, (_, i) => `K${i + 1}`),
+      ]);
+    }
+  });
+
   it('empties a store of another layout version', async () => {
     const path = await storePath();
     const store = openAlertStore(path);
