@@ -251,34 +251,20 @@ export function openAlertStore(path: string): AlertStore {
             tx.added -= Number(remove.run(iban).changes);
             continue;
           }
+          const values = [
+            alert.eventId,
+            alert.alertId,
+            alert.bic,
+            alert.qualification,
+            alert.qualificationRaw,
+            alert.reportsCount,
+            alert.updatedAt,
+            alert.observedAt,
+          ] as const;
           // A known IBAN is updated in place (no delete and insert), a new one inserted: updates
-          // first, as most events of a topic change an IBAN the table already holds. Values are
-          // passed one by one: no array per event.
-          const { eventId, alertId, bic, qualification, qualificationRaw, reportsCount } = alert;
-          const { updatedAt, observedAt } = alert;
-          const updated = update.run(
-            eventId,
-            alertId,
-            bic,
-            qualification,
-            qualificationRaw,
-            reportsCount,
-            updatedAt,
-            observedAt,
-            iban,
-          );
-          if (updated.changes === 0) {
-            insert.run(
-              iban,
-              eventId,
-              alertId,
-              bic,
-              qualification,
-              qualificationRaw,
-              reportsCount,
-              updatedAt,
-              observedAt,
-            );
+          // first, as most events of a topic change an IBAN the table already holds.
+          if (update.run(...values, iban).changes === 0) {
+            insert.run(iban, ...values);
             tx.added++;
           }
         }

@@ -3,6 +3,7 @@ import type { AlertEvent } from '../../src/alert-events.ts';
 import { DecodeError, SchemaRegistryError } from '../../src/errors.ts';
 import type { IncomingRecord } from '../../src/kafka/index.ts';
 import { newestEvents, type SkippedRecord } from '../../src/table/newest-events.ts';
+import { alertState } from './alerts.ts';
 
 /**
  * A record of partition 0 whose value names what the fake decoder makes of it: `up:<n>` an upsert
@@ -34,17 +35,7 @@ const unreadable = (offset: number): IncomingRecord => ({
 const upsert = (iban: string, n: number): AlertEvent => ({
   type: 'AlertUpserted',
   iban,
-  alert: {
-    eventId: `e${n}`,
-    alertId: `a-${iban}`,
-    iban,
-    bic: null,
-    qualification: 'CONFIRMED',
-    qualificationRaw: null,
-    reportsCount: n,
-    updatedAt: n,
-    observedAt: n,
-  },
+  alert: alertState(iban, n),
 });
 
 /** The fake decoder, and the offsets it was asked to decode. */
