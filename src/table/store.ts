@@ -189,8 +189,24 @@ export function openAlertStore(path: string): AlertStore {
   let rows = (count.get() as { n: number }).n;
   /** The open transaction's effect, published by commit(); undefined when none is open. */
   let open: { added: number; updatedAt: number | undefined } | undefined;
+  // Lookups share one read transaction, a snapshot of the last commit: begun by the first lookup
+  // after a commit, ended just before the writer's next commit. A lookup then takes no lock of its
+  // own (each statement outside a transaction locks and unlocks the WAL's shared memory: 4.5-5 µs
+  // a lookup against 2.3-2.4 µs), and the writer's checkpoints are never held back by it.
+  let snapshotOpen = false;
+  const inSnapshot = () => {
+    if (snapshotOpen) return;
+    reader.exec('BEGIN');
+    snapshotOpen = true;
+  };
+  const endSnapshot = () => {
+    if (!snapshotOpen) return;
+    snapshotOpen = false;
+    reader.exec('COMMIT');
+  };
   const commit = () => {
     if (!open) return;
+    endSnapshot();
     db.exec('COMMIT');
     rows += open.added;
     if (open.updatedAt !== undefined) updatedAt = open.updatedAt;
@@ -265,11 +281,13 @@ export function openAlertStore(path: string): AlertStore {
     },
     commit,
     get(iban) {
+      inSnapshot();
       const row = selectOne.get(iban) as AlertRow | undefined;
       return row && alertOf(row);
     },
     page(query) {
       const { statement, params } = pageStatement(query);
+      inSnapshot();
       const rows = statement.all(...params, query.limit + 1) as unknown as AlertRow[];
       const more = rows.length > query.limit;
       const alerts = (more ? rows.slice(0, query.limit) : rows).map(alertOf);
@@ -280,6 +298,8 @@ export function openAlertStore(path: string): AlertStore {
       try {
         commit();
       } finally {
+        // Closing the reader ends its snapshot.
+        snapshotOpen = false;
         reader.close();
         db.close();
       }

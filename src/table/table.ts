@@ -1,8 +1,8 @@
 import { setImmediate as yieldToLookups } from 'node:timers/promises';
 import { Registry } from 'prom-client';
-import { type AlertEvent, type AlertState, alertEventDecoder, warnSkipped } from '../alert-events.ts';
+import { type AlertState, alertEventDecoder, warnSkipped } from '../alert-events.ts';
 import type { KafkaConfig, RegistryConfig } from '../config/index.ts';
-import { DecodeError, OutputError } from '../errors.ts';
+import { OutputError } from '../errors.ts';
 import { isValidNormalizedIban, normalizeIban } from '../iban.ts';
 import {
   createKafkaClient,
@@ -15,6 +15,7 @@ import { type Logger, silentLogger } from '../logger.ts';
 import { backoffDelay, defaultRetryPolicy, sleep, unlessAborted } from '../retry.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { createTableMetrics } from './metrics.ts';
+import { newestEvents, type SkippedRecord } from './newest-events.ts';
 import { type AlertStore, deleteStoreFiles, openAlertStore } from './store.ts';
 
 export interface AlertTableConfig {
@@ -180,40 +181,28 @@ export async function openAlertTable(
     }
     tx.records = 0;
   };
+  const onSkipped = (skipped: SkippedRecord) => {
+    metrics.recordsSkipped.inc();
+    if (skipped.reason === 'undecodable') {
+      warnSkipped(log, skipped.record, skipped.error);
+      return;
+    }
+    // A batch that does not decompress is the topic's problem, not the table's: set aside.
+    log.warn(
+      { partition: skipped.record.partition, ...skipped.record.unreadableBatch },
+      'skipping a record batch that cannot be read: the state of the IBANs its records changed may be out of date',
+    );
+  };
   const applyRecords = async (records: IncomingRecord[]) => {
     for (let from = 0; from < records.length; from += CHUNK_RECORDS) {
       if (from > 0) await yieldToLookups();
       const chunk = records.slice(from, from + CHUNK_RECORDS);
-      // Only each IBAN's last event of the chunk matters to the table: the others are not written.
-      const latest = new Map<string, AlertEvent>();
-      let skipped = 0;
-      for (const record of chunk) {
-        if (record.unreadableBatch) {
-          // A batch that does not decompress is the topic's problem, not the table's: set aside.
-          skipped++;
-          metrics.recordsSkipped.inc();
-          log.warn(
-            { partition: record.partition, ...record.unreadableBatch },
-            'skipping a record batch that cannot be read: the state of the IBANs its records changed may be out of date',
-          );
-          continue;
-        }
-        try {
-          const decoding = decode(record);
-          const event = decoding instanceof Promise ? await decoding : decoding;
-          latest.set(event.iban, event);
-        } catch (err) {
-          // Only the record's own fault is skipped; a registry outage ends the read, which is retried.
-          if (!(err instanceof DecodeError)) throw err;
-          skipped++;
-          metrics.recordsSkipped.inc();
-          warnSkipped(log, record, err);
-        }
-      }
+      // Only each IBAN's last event of the chunk matters to the table: the others are not decoded.
+      const { events, skipped } = await newestEvents(chunk, decode, onSkipped);
       const last = chunk.at(-1) as IncomingRecord;
       const next = BigInt(last.offset) + 1n;
       try {
-        store.apply({ partition: last.partition, next, events: [...latest.values()] }, Date.now());
+        store.apply({ partition: last.partition, next, events }, Date.now());
       } catch (err) {
         throw new OutputError(`writing the alert table to ${config.dbPath} failed`, { cause: err });
       }

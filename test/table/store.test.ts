@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { AlertState } from '../../src/alert-events.ts';
 import { InvalidInputError } from '../../src/errors.ts';
 import { decodeCursor, encodeCursor } from '../../src/table/cursor.ts';
 import { openAlertStore } from '../../src/table/store.ts';
+import { alertState } from './alerts.ts';
 
 async function storePath(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'fraudlink-store-'));
@@ -14,17 +14,7 @@ async function storePath(): Promise<string> {
   return join(dir, 'table.db');
 }
 
-const alert = (iban: string, n: number): AlertState => ({
-  eventId: `e${n}`,
-  alertId: `a-${iban}`,
-  iban,
-  bic: null,
-  qualification: 'CONFIRMED',
-  qualificationRaw: null,
-  reportsCount: n,
-  updatedAt: 1000 + n,
-  observedAt: 2000 + n,
-});
+const alert = alertState;
 const upsert = (iban: string, n: number) => ({ type: 'AlertUpserted' as const, iban, alert: alert(iban, n) });
 const removal = (iban: string) => ({ type: 'Tombstone' as const, iban, alert: null });
 
@@ -93,6 +83,21 @@ describe('the alert store', () => {
     expect(store.get('A')).toBeUndefined();
     expect(store.get('B')).toEqual(alert('B', 2));
     expect([store.rows(), store.updatedAt()]).toEqual([1, 3]);
+  });
+
+  it('shows each commit to the lookups that follow it, with lookups between commits', async () => {
+    const store = openAlertStore(await storePath());
+    onTestFinished(() => store.close());
+    for (let n = 1; n <= 3; n++) {
+      store.apply({ partition: 0, next: BigInt(n), events: [upsert('A', n), upsert(`K${n}`, n)] }, n);
+      expect(store.get('A')).toEqual(n === 1 ? undefined : alert('A', n - 1));
+      store.commit();
+      expect(store.get('A')).toEqual(alert('A', n));
+      expect(store.page({ limit: 10 }).alerts.map((a) => a.iban)).toEqual([
+        'A',
+        ...Array.from({ length: n }, (_, i) => `K${i + 1}`),
+      ]);
+    }
   });
 
   it('empties a store of another layout version', async () => {
