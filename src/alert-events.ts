@@ -33,6 +33,19 @@ const isText = (v: unknown) => typeof v === 'string';
 const isOptionalText = (v: unknown) => v === null || typeof v === 'string';
 const isInstant = (v: unknown) => Number.isInteger(v) && Math.abs(v as number) <= MAX_INSTANT_MS;
 
+// Built once: the check runs for every decoded event.
+const ALERT_FIELD_CHECKS: readonly (readonly [string, (v: unknown) => boolean])[] = [
+  ['eventId', isText],
+  ['alertId', isText],
+  ['iban', isText],
+  ['bic', isOptionalText],
+  ['qualification', isText],
+  ['qualificationRaw', isOptionalText],
+  ['reportsCount', Number.isInteger],
+  ['updatedAt', isInstant],
+  ['observedAt', isInstant],
+];
+
 /**
  * The first field of an AlertUpserted's value that the table cannot hold, or undefined. A value
  * written with another version of the schema (a field removed, as BACKWARD compatibility allows) or
@@ -40,18 +53,8 @@ const isInstant = (v: unknown) => Number.isInteger(v) && Math.abs(v as number) <
  * one such record is skipped like an undecodable one instead of failing every write of the table.
  */
 function missingAlertField(value: Record<string, unknown>): string | undefined {
-  const checks: [string, (v: unknown) => boolean][] = [
-    ['eventId', isText],
-    ['alertId', isText],
-    ['iban', isText],
-    ['bic', isOptionalText],
-    ['qualification', isText],
-    ['qualificationRaw', isOptionalText],
-    ['reportsCount', Number.isInteger],
-    ['updatedAt', isInstant],
-    ['observedAt', isInstant],
-  ];
-  return checks.find(([field, valid]) => !valid(value[field]))?.[0];
+  for (const [field, valid] of ALERT_FIELD_CHECKS) if (!valid(value[field])) return field;
+  return undefined;
 }
 
 /** The table's rule: the last AlertUpserted per IBAN, removed by an AlertDeactivated or a tombstone. */
