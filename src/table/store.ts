@@ -12,11 +12,11 @@ export interface StoreOrigin {
   clusterId: string;
 }
 
-/** One step of the topic applied to the store: its events and the position it leaves the partition at. */
-export interface AppliedStep {
-  partition: number;
-  /** The next offset to read in `partition` once these events are applied. */
-  next: bigint;
+/** Steps of the topic applied to the store: their events and the positions they leave the partitions at. */
+export interface AppliedSteps {
+  /** Partition → the next offset to read there once these events are applied. */
+  offsets: ReadonlyMap<number, bigint>;
+  /** At most one event per IBAN, each its newest of these steps. */
   events: readonly AlertEvent[];
 }
 
@@ -37,8 +37,8 @@ export interface PageQuery {
 
 /**
  * The alert table on disk (node:sqlite, WAL): the alerts, the topic offsets they reflect and where
- * they come from. Steps are written into one open transaction, each with its rows and its
- * partition's offset, until `commit()`: the store never holds a half-applied step and resumes where
+ * they come from. Steps are written into one open transaction, their rows with their
+ * partitions' offsets, until `commit()`: the store never holds a half-applied step and resumes where
  * it stopped, a crash included. Lookups (`get`, `page`) read through a second connection, which sees
  * committed transactions only.
  */
@@ -51,8 +51,8 @@ export interface AlertStore {
   offsets(): Map<number, bigint>;
   /** When the table last committed an event (epoch ms), or undefined. */
   updatedAt(): number | undefined;
-  /** Writes a step into the open transaction (begun if none); a failure rolls the transaction back. */
-  apply(step: AppliedStep, now: number): void;
+  /** Writes steps into the open transaction (begun if none); a failure rolls the transaction back. */
+  apply(steps: AppliedSteps, now: number): void;
   /** Commits the open transaction, if any: lookups see its steps from now on. */
   commit(): void;
   /** Active alerts as of the last commit. */
@@ -239,14 +239,14 @@ export function openAlertStore(path: string): AlertStore {
       return new Map(rows.map((r) => [r.partition, BigInt(r.next_offset)]));
     },
     updatedAt: () => updatedAt,
-    apply(step, now) {
+    apply(steps, now) {
       if (!open) {
         db.exec('BEGIN');
         open = { added: 0, updatedAt: undefined };
       }
       const tx = open;
       try {
-        for (const { iban, alert } of step.events) {
+        for (const { iban, alert } of steps.events) {
           if (alert === null) {
             tx.added -= Number(remove.run(iban).changes);
             continue;
@@ -268,8 +268,8 @@ export function openAlertStore(path: string): AlertStore {
             tx.added++;
           }
         }
-        setOffset.run(step.partition, step.next.toString());
-        if (step.events.length > 0) {
+        for (const [partition, next] of steps.offsets) setOffset.run(partition, next.toString());
+        if (steps.events.length > 0) {
           metaSet.run('updatedAt', String(now));
           tx.updatedAt = now;
         }

@@ -15,7 +15,7 @@ import { type Logger, silentLogger } from '../logger.ts';
 import { backoffDelay, defaultRetryPolicy, sleep, unlessAborted } from '../retry.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { createTableMetrics } from './metrics.ts';
-import { newestEvents, type SkippedRecord } from './newest-events.ts';
+import { holdStep, PendingSteps, type SkippedRecord } from './pending-steps.ts';
 import { type AlertStore, deleteStoreFiles, openAlertStore } from './store.ts';
 
 export interface AlertTableConfig {
@@ -91,22 +91,24 @@ export const MAX_PAGE = 1000;
 /** Longer than any IBAN in any spelling: a longer string is refused before it is normalised. */
 const MAX_RAW_IBAN = 64;
 /**
- * Records decoded and written between two turns of the event loop, so that lookups run between
- * them. Live, each fetch's records are committed at once; while catching up (not ready), the
- * transaction stays open until it holds TX_RECORDS records or is TX_MS old: random IBANs touch most
- * pages of the store in every transaction, and fewer transactions write each page fewer times.
- * Lookups see committed transactions only (the store's reader connection).
+ * Records decoded between two turns of the event loop, so that lookups run between them. Live, each
+ * fetch's steps are written and committed at once. While catching up (not ready), steps are held
+ * until they hold MAX_PENDING_IBANS IBANs or are PENDING_MS old, then written in one transaction:
+ * an IBAN that changes again meanwhile is written once, and random IBANs touch most pages of the
+ * store in every transaction, so fewer transactions write each page fewer times. Lookups see
+ * committed transactions only (the store's reader connection).
  */
 const CHUNK_RECORDS = 5000;
-const TX_RECORDS = 100_000;
-const TX_MS = 1000;
+const MAX_PENDING_IBANS = 100_000;
+const PENDING_MS = 5000;
 /** How often the end offsets are read again, for the lag. */
 const LAG_POLL_MS = 1000;
 /**
- * Fetches of 1 MiB (256 KiB per partition): memory stays low whatever the table's size. Against 4 MiB
- * (`npm run bench -- table`, 300,000 events): peak RSS 188 -> 152 MB, build rate within the noise.
+ * Fetches of 2 MiB (512 KiB per partition): memory stays low whatever the table's size
+ * (`npm run bench -- table`, 1,000,000 events, build rate against replay's and peak RSS: 1 MiB
+ * 0.43-0.48 and 178-183 MB, 2 MiB 0.51-0.52 and 195-201 MB, 4 MiB 0.50-0.52 and 214-224 MB).
  */
-const FETCH_MAX_BYTES = 1024 * 1024;
+const FETCH_MAX_BYTES = 2 * 1024 * 1024;
 const RETRY_POLICY = { ...defaultRetryPolicy, initialDelayMs: 500, maxDelayMs: 30_000 };
 
 interface Position {
@@ -171,15 +173,16 @@ export async function openAlertTable(
   };
 
   const decode = alertEventDecoder(createSchemaRegistry(config.registry), topic);
-  /** The store's open transaction: how many records it holds, since when. */
-  const tx = { records: 0, since: 0 };
-  const commit = () => {
+  const pending = new PendingSteps();
+  /** Writes what is held, in one transaction: lookups see it from now on. */
+  const writePending = () => {
+    if (pending.empty) return;
     try {
+      store.apply(pending.drain(), Date.now());
       store.commit();
     } catch (err) {
       throw new OutputError(`writing the alert table to ${config.dbPath} failed`, { cause: err });
     }
-    tx.records = 0;
   };
   const onSkipped = (skipped: SkippedRecord) => {
     metrics.recordsSkipped.inc();
@@ -196,23 +199,16 @@ export async function openAlertTable(
   const applyRecords = async (records: IncomingRecord[]) => {
     for (let from = 0; from < records.length; from += CHUNK_RECORDS) {
       if (from > 0) await yieldToLookups();
-      const chunk = records.slice(from, from + CHUNK_RECORDS);
-      // Only each IBAN's last event of the chunk matters to the table: the others are not decoded.
-      const { events, skipped } = await newestEvents(chunk, decode, onSkipped);
-      const last = chunk.at(-1) as IncomingRecord;
+      const step = records.slice(from, from + CHUNK_RECORDS);
+      const events = await holdStep(pending, step, decode, onSkipped);
+      metrics.recordsRead.inc(step.length);
+      metrics.eventsApplied.inc(events);
+      const last = step.at(-1) as IncomingRecord;
       const next = BigInt(last.offset) + 1n;
-      try {
-        store.apply({ partition: last.partition, next, events }, Date.now());
-      } catch (err) {
-        throw new OutputError(`writing the alert table to ${config.dbPath} failed`, { cause: err });
-      }
-      if (tx.records === 0) tx.since = Date.now();
-      tx.records += chunk.length;
-      metrics.recordsRead.inc(chunk.length);
-      metrics.eventsApplied.inc(chunk.length - skipped);
       if (next > (position.next.get(last.partition) ?? 0n)) position.next.set(last.partition, next);
+      if (pending.ibans >= MAX_PENDING_IBANS) writePending();
     }
-    if (readiness.ready || tx.records >= TX_RECORDS || Date.now() - tx.since >= TX_MS) commit();
+    if (readiness.ready || Date.now() - pending.since >= PENDING_MS) writePending();
   };
 
   const kafka = createKafkaClient({ config: config.kafka, logger });
@@ -231,7 +227,7 @@ export async function openAlertTable(
       },
     });
   const onCaughtUp = () => {
-    commit();
+    writePending();
     readiness = { ready: true };
     firstCatchUp.resolve();
     log.info({ rows: store.rows() }, 'the alert table has caught up with the topic');
@@ -244,8 +240,8 @@ export async function openAlertTable(
         await session(stopping.signal);
       } catch (err) {
         if (err instanceof OutputError) throw err;
-        // The steps written so far are whole: kept, the next read starts after them.
-        commit();
+        // The steps read so far are whole: kept, the next read starts after them.
+        writePending();
         if (stopping.signal.aborted) break;
         attempt = readiness.ready ? 1 : attempt + 1;
         const delayMs = backoffDelay(attempt, RETRY_POLICY);

@@ -24,8 +24,11 @@ describe('the alert store', () => {
     const store = openAlertStore(path);
     expect(store.origin()).toBeUndefined();
     store.setOrigin({ topic: 't', clusterId: 'c' });
-    store.apply({ partition: 0, next: 3n, events: [upsert('A', 1), upsert('B', 1), upsert('A', 2)] }, 5000);
-    store.apply({ partition: 1, next: 2n, events: [removal('B'), removal('nothing')] }, 6000);
+    store.apply(
+      { offsets: new Map([[0, 3n]]), events: [upsert('A', 1), upsert('B', 1), upsert('A', 2)] },
+      5000,
+    );
+    store.apply({ offsets: new Map([[1, 2n]]), events: [removal('B'), removal('nothing')] }, 6000);
     store.commit();
     expect(store.rows()).toBe(1);
     store.close();
@@ -48,13 +51,13 @@ describe('the alert store', () => {
   it('never holds half a step: a step that fails leaves its rows and its offset as they were', async () => {
     const store = openAlertStore(await storePath());
     onTestFinished(() => store.close());
-    store.apply({ partition: 0, next: 1n, events: [upsert('A', 1)] }, 1);
+    store.apply({ offsets: new Map([[0, 1n]]), events: [upsert('A', 1)] }, 1);
     store.commit();
     const broken = {
       ...upsert('C', 9),
       alert: { ...alert('C', 9), qualification: null as unknown as string },
     };
-    expect(() => store.apply({ partition: 0, next: 5n, events: [upsert('B', 2), broken] }, 2)).toThrow();
+    expect(() => store.apply({ offsets: new Map([[0, 5n]]), events: [upsert('B', 2), broken] }, 2)).toThrow();
     expect(store.offsets().get(0)).toBe(1n);
     expect(store.get('B')).toBeUndefined();
     expect(store.rows()).toBe(1);
@@ -71,10 +74,10 @@ describe('the alert store', () => {
   it('shows lookups the committed steps only, however many are written meanwhile', async () => {
     const store = openAlertStore(await storePath());
     onTestFinished(() => store.close());
-    store.apply({ partition: 0, next: 1n, events: [upsert('A', 1)] }, 1);
+    store.apply({ offsets: new Map([[0, 1n]]), events: [upsert('A', 1)] }, 1);
     store.commit();
-    store.apply({ partition: 0, next: 2n, events: [upsert('A', 2), upsert('B', 2)] }, 2);
-    store.apply({ partition: 1, next: 1n, events: [removal('A')] }, 3);
+    store.apply({ offsets: new Map([[0, 2n]]), events: [upsert('A', 2), upsert('B', 2)] }, 2);
+    store.apply({ offsets: new Map([[1, 1n]]), events: [removal('A')] }, 3);
     expect(store.get('A')).toEqual(alert('A', 1));
     expect(store.get('B')).toBeUndefined();
     expect(store.page({ limit: 10 }).alerts.map((a) => a.iban)).toEqual(['A']);
@@ -89,7 +92,7 @@ describe('the alert store', () => {
     const store = openAlertStore(await storePath());
     onTestFinished(() => store.close());
     for (let n = 1; n <= 3; n++) {
-      store.apply({ partition: 0, next: BigInt(n), events: [upsert('A', n), upsert(`K${n}`, n)] }, n);
+      store.apply({ offsets: new Map([[0, BigInt(n)]]), events: [upsert('A', n), upsert(`K${n}`, n)] }, n);
       expect(store.get('A')).toEqual(n === 1 ? undefined : alert('A', n - 1));
       store.commit();
       expect(store.get('A')).toEqual(alert('A', n));
@@ -103,7 +106,7 @@ describe('the alert store', () => {
   it('empties a store of another layout version', async () => {
     const path = await storePath();
     const store = openAlertStore(path);
-    store.apply({ partition: 0, next: 1n, events: [upsert('A', 1)] }, 1);
+    store.apply({ offsets: new Map([[0, 1n]]), events: [upsert('A', 1)] }, 1);
     store.close();
     const db = new DatabaseSync(path);
     db.prepare("UPDATE meta SET value = 'old' WHERE key = 'version'").run();
@@ -117,7 +120,7 @@ describe('the alert store', () => {
   it('pages in IBAN order after a key, with filters', async () => {
     const store = openAlertStore(await storePath());
     onTestFinished(() => store.close());
-    store.apply({ partition: 0, next: 4n, events: ['D', 'B', 'A', 'C'].map((k, n) => upsert(k, n)) }, 1);
+    store.apply({ offsets: new Map([[0, 4n]]), events: ['D', 'B', 'A', 'C'].map((k, n) => upsert(k, n)) }, 1);
     store.commit();
     expect(store.page({ limit: 2 })).toMatchObject({ lastIban: 'B' });
     expect(store.page({ limit: 2, after: 'B' }).alerts.map((a) => a.iban)).toEqual(['C', 'D']);
