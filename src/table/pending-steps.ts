@@ -21,15 +21,10 @@ export class PendingSteps {
     this.#clock = clock;
   }
 
-  /** Holds `event` as its IBAN's newest. */
-  add(event: AlertEvent): void {
-    this.#markStart();
-    this.#events.set(event.iban, event);
-  }
-
-  /** Holds `next` as `partition`'s next offset to read, once a step's events are added. */
-  advance(partition: number, next: bigint): void {
-    this.#markStart();
+  /** Holds a whole step: its events, each as its IBAN's newest, and `next` as `partition`'s next offset. */
+  add(partition: number, next: bigint, events: readonly AlertEvent[]): void {
+    if (this.empty) this.#since = this.#clock();
+    for (const event of events) this.#events.set(event.iban, event);
     if (next > (this.#offsets.get(partition) ?? -1n)) this.#offsets.set(partition, next);
   }
 
@@ -54,10 +49,6 @@ export class PendingSteps {
     this.#events.clear();
     return steps;
   }
-
-  #markStart(): void {
-    if (this.empty) this.#since = this.#clock();
-  }
 }
 
 /** Why a record was set aside: an unreadable batch, or a record that is not an alert event. */
@@ -66,11 +57,11 @@ export type SkippedRecord =
   | { record: IncomingRecord; reason: 'undecodable'; error: DecodeError };
 
 /**
- * Decodes a step (records of one partition, in order) into `pending`, then holds its position, and
- * resolves with how many of its records were events. A record set aside (DecodeError, unreadable
- * batch) goes to `onSkipped` and leaves its IBAN's previous event in place. Any other failure (the
- * registry out of reach) says nothing about the record: it rejects, and nothing of the step is
- * positioned. Decoding waits only when a record's schema must be fetched first.
+ * Decodes a step (records of one partition, in order) and holds it in `pending`, whole, and resolves
+ * with how many of its records were events. A record set aside (DecodeError, unreadable batch) goes
+ * to `onSkipped` and leaves its IBAN's previous event in place. Any other failure (the registry out
+ * of reach) says nothing about the record: it rejects, and nothing of the step is held. Decoding
+ * waits only when a record's schema must be fetched first.
  */
 export async function holdStep(
   pending: PendingSteps,
@@ -78,7 +69,7 @@ export async function holdStep(
   decode: (record: IncomingRecord) => AlertEvent | Promise<AlertEvent>,
   onSkipped: (skipped: SkippedRecord) => void,
 ): Promise<number> {
-  let events = 0;
+  const events: AlertEvent[] = [];
   for (const record of records) {
     if (record.unreadableBatch) {
       onSkipped({ record, reason: 'unreadable batch' });
@@ -86,14 +77,13 @@ export async function holdStep(
     }
     try {
       const decoding = decode(record);
-      pending.add(decoding instanceof Promise ? await decoding : decoding);
-      events++;
+      events.push(decoding instanceof Promise ? await decoding : decoding);
     } catch (err) {
       if (!(err instanceof DecodeError)) throw err;
       onSkipped({ record, reason: 'undecodable', error: err });
     }
   }
   const last = records.at(-1);
-  if (last) pending.advance(last.partition, BigInt(last.offset) + 1n);
-  return events;
+  if (last) pending.add(last.partition, BigInt(last.offset) + 1n, events);
+  return events.length;
 }

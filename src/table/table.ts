@@ -250,6 +250,8 @@ export async function openAlertTable(
         await sleep(delayMs, stopping.signal).catch(() => {});
       }
     }
+    // Stopped: what was read is kept, so that a restart reads on from there.
+    writePending();
   };
   const done = run().then(
     () => firstCatchUp.reject(new Error('the alert table was closed before it caught up')),
