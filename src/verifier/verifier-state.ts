@@ -64,8 +64,9 @@ export class VerifierLifecycle {
     this.#lastSignOfLife = this.#now();
   }
 
-  /** start() has opened a session: it runs. */
+  /** start() has opened a session: it runs, unless a stop came meanwhile. */
   started(): void {
+    if (this.#ended()) return;
     this.#phase = { name: 'running', afterRestart: false };
   }
 

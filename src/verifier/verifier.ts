@@ -106,7 +106,10 @@ export function createVerifier(deps: VerifierDeps): Verifier {
       const first = await sessions.open(signal);
       lifecycle.started();
       lifecycle.alive();
-      logger.info({ requestsTopic: config.requestsTopic, groupId: config.groupId }, 'verifier started');
+      if (lifecycle.phase.name === 'running') {
+        logger.info({ requestsTopic: config.requestsTopic, groupId: config.groupId }, 'verifier started');
+      }
+      // Also after a stop that came during start-up: `done` settles once this session has ended.
       sessions.supervise(first);
     },
     stop: () => sessions.stop(),

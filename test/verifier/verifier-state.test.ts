@@ -67,6 +67,14 @@ describe('VerifierLifecycle readiness', () => {
     failed.failed();
     expect(failed.ready(JOINED)).toEqual({ ready: false, reason: 'stopping' });
   });
+
+  it('stays stopping when stop() came while start() opened the first session', () => {
+    const verifier = new VerifierLifecycle(() => 0);
+    verifier.stopping();
+    verifier.started();
+    expect(verifier.phase).toEqual({ name: 'stopping' });
+    expect(verifier.ready(JOINED)).toEqual({ ready: false, reason: 'stopping' });
+  });
 });
 
 describe('VerifierLifecycle liveness', () => {
