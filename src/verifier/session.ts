@@ -141,6 +141,11 @@ class VerifierSession implements Session {
 
   async stop(): Promise<void> {
     const { deps } = this.#context;
+    // A failed session has ended its calls and is closing its clients for at most failCloseMs.
+    if (this.lifecycle.hasFailed) {
+      await this.#ended.promise;
+      return;
+    }
     this.lifecycle.stop();
     const drained = Promise.allSettled([...this.#inFlight]).then(() => true);
     const allDone = await settledWithin(drained, deps.drainTimeoutMs ?? DRAIN_TIMEOUT_MS);
@@ -156,8 +161,9 @@ class VerifierSession implements Session {
       await Promise.allSettled([...this.#inFlight]);
       await this.#commits.flush();
     }
-    await this.#closeClients();
-    // A failure came first, or meanwhile: `ended` has its failure, once its teardown has ended.
+    // A failure meanwhile ends the wait as its own teardown does: within failCloseMs.
+    await Promise.race([this.#closeClients(), this.#ended.promise]);
+    // A failure came meanwhile: `ended` has its failure, once its teardown has ended.
     if (!this.lifecycle.hasFailed) this.#ended.resolve(undefined);
     await this.#ended.promise;
   }

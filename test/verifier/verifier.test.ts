@@ -635,6 +635,22 @@ const brokerGone = () =>
   });
 
 describe('verifier outages', () => {
+  it('stops at once when asked while waiting to restart after a failure whose consumer never closed', async () => {
+    const { verifier, consumer, upstream, metrics } = await oneInFlight({
+      failingTransactions: 1,
+      transactionError: brokerGone,
+      failCloseMs: 50,
+      onConsumerClose: () => new Promise(() => {}),
+      restartDelayMs: 60_000,
+    });
+    await consumer.eachBatch(batchOf(0, [1]));
+    upstream.release(0);
+    await vi.waitFor(async () => expect((await metrics.sessionRestarts.get()).values[0]?.value).toBe(1));
+
+    await verifier.stop();
+    await expect(verifier.done).resolves.toBeUndefined();
+  });
+
   it('restarts its Kafka session after a transaction the broker could not finish, not ready meanwhile, and answers the request the new session reads again', async () => {
     const committed = Promise.withResolvers<void>();
     const { verifier, consumer, consumers, upstream, opened, transactions, metrics, settled } =
