@@ -7,8 +7,8 @@ import type { AppliedSteps } from './store.ts';
  * Events read from the topic but not yet written to the store: each IBAN's newest event, and each
  * partition's next offset. An IBAN that changes again before they are written is written once, with
  * its newest event: while catching up with a backlog, most events of a busy IBAN are never written.
- * The caller adds whole steps (a step's events, then its position), so what is drained and written
- * in one transaction leaves the store as if each step had been written in turn.
+ * Steps are added whole (their events with their position), so what is drained and written in one
+ * transaction leaves the store as if each step had been written in turn.
  */
 export class PendingSteps {
   readonly #events = new Map<string, AlertEvent>();
