@@ -39,7 +39,8 @@ export class PendingSteps {
   }
 
   get empty(): boolean {
-    return this.#offsets.size === 0 && this.#events.size === 0;
+    // Every step held has a position, events or not.
+    return this.#offsets.size === 0;
   }
 
   /** What is held, and forgets it. */
@@ -58,7 +59,7 @@ export type SkippedRecord =
 
 /**
  * Decodes a step (records of one partition, in order) and holds it in `pending`, whole, and resolves
- * with how many of its records were events. A record set aside (DecodeError, unreadable batch) goes
+ * with how many of its records were events and the position it leaves its partition at. A record set aside (DecodeError, unreadable batch) goes
  * to `onSkipped` and leaves its IBAN's previous event in place. Any other failure (the registry out
  * of reach) says nothing about the record: it rejects, and nothing of the step is held. Decoding
  * waits only when a record's schema must be fetched first.
@@ -68,7 +69,7 @@ export async function holdStep(
   records: readonly IncomingRecord[],
   decode: (record: IncomingRecord) => AlertEvent | Promise<AlertEvent>,
   onSkipped: (skipped: SkippedRecord) => void,
-): Promise<number> {
+): Promise<{ events: number; partition: number; next: bigint }> {
   const events: AlertEvent[] = [];
   for (const record of records) {
     if (record.unreadableBatch) {
@@ -84,6 +85,8 @@ export async function holdStep(
     }
   }
   const last = records.at(-1);
-  if (last) pending.add(last.partition, BigInt(last.offset) + 1n, events);
-  return events.length;
+  if (!last) throw new RangeError('a step holds at least one record');
+  const next = BigInt(last.offset) + 1n;
+  pending.add(last.partition, next, events);
+  return { events: events.length, partition: last.partition, next };
 }

@@ -200,12 +200,10 @@ export async function openAlertTable(
     for (let from = 0; from < records.length; from += CHUNK_RECORDS) {
       if (from > 0) await yieldToLookups();
       const step = records.slice(from, from + CHUNK_RECORDS);
-      const events = await holdStep(pending, step, decode, onSkipped);
+      const { events, partition, next } = await holdStep(pending, step, decode, onSkipped);
       metrics.recordsRead.inc(step.length);
       metrics.eventsApplied.inc(events);
-      const last = step.at(-1) as IncomingRecord;
-      const next = BigInt(last.offset) + 1n;
-      if (next > (position.next.get(last.partition) ?? 0n)) position.next.set(last.partition, next);
+      if (next > (position.next.get(partition) ?? 0n)) position.next.set(partition, next);
       if (pending.ibans >= MAX_PENDING_IBANS) writePending();
     }
     if (readiness.ready || Date.now() - pending.since >= PENDING_MS) writePending();

@@ -59,7 +59,7 @@ async function hold(steps: IncomingRecord[][], options?: { async?: boolean }) {
   const skipped: SkippedRecord[] = [];
   const events: number[] = [];
   for (const step of steps) {
-    events.push(await holdStep(pending, step, fakeDecode(options), (s) => skipped.push(s)));
+    events.push((await holdStep(pending, step, fakeDecode(options), (s) => skipped.push(s))).events);
   }
   return { pending, events, skipped };
 }
